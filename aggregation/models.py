@@ -1,0 +1,195 @@
+"""Aggregated labels, agreement snapshots, the lead's review decisions and dataset versions."""
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Choice, Criterion, Job, Project, Sample, Split
+
+
+class Outcome(models.TextChoices):
+    """The result of aggregating one (sample, criterion), per protocol section 5."""
+
+    KEPT_UNANIMOUS = "kept_unanimous", "Kept: unanimous"
+    KEPT_MAJORITY_TIE = "kept_majority_tie", "Kept: majority + tie"
+    DROPPED_SPLIT = "dropped_split", "Dropped: A/B split"
+    DROPPED_TIES = "dropped_ties", "Dropped: two or more ties"
+    DROPPED_MISSING = "dropped_missing", "Dropped: fewer votes than required"
+
+    @classmethod
+    def kept(cls) -> tuple[str, ...]:
+        return (cls.KEPT_UNANIMOUS, cls.KEPT_MAJORITY_TIE)
+
+
+class CriterionLabel(models.Model):
+    """The aggregated label of one (sample, criterion), rebuilt by the aggregation job."""
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="labels")
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="labels")
+    outcome = models.CharField(max_length=20, choices=Outcome.choices)
+    preference = models.CharField(max_length=3, choices=Choice.choices, blank=True)
+    votes_a = models.PositiveSmallIntegerField(default=0)
+    votes_b = models.PositiveSmallIntegerField(default=0)
+    votes_tie = models.PositiveSmallIntegerField(default=0)
+    vote_ids = models.JSONField(default=list, help_text="The votes this label was computed from.")
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["sample_id", "criterion_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["sample", "criterion"], name="label_unique"),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(outcome__in=["kept_unanimous", "kept_majority_tie"])
+                    & models.Q(preference__in=["A", "B"])
+                )
+                | (
+                    ~models.Q(outcome__in=["kept_unanimous", "kept_majority_tie"])
+                    & models.Q(preference="")
+                ),
+                name="label_kept_has_preference",
+            ),
+        ]
+        indexes = [models.Index(fields=["criterion", "outcome"], name="label_criterion_outcome")]
+
+    @property
+    def is_kept(self) -> bool:
+        return self.outcome in Outcome.kept()
+
+
+class AgreementSnapshot(models.Model):
+    """Agreement figures computed by the aggregation job, for the dashboard and manifests."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agreement")
+    split = models.CharField(max_length=20, choices=Split.choices)
+    figures = models.JSONField(default=dict)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project", "split", "-computed_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "split"], name="agreement_unique_split"),
+        ]
+
+
+class ReviewDecision(models.Model):
+    """The lead's keep/discard of a criterion label (criterion set) or a whole sample.
+
+    Append-only: the latest decision for a target counts; nothing is ever deleted.
+    """
+
+    class Action(models.TextChoices):
+        KEEP = "keep", "Keep"
+        DISCARD = "discard", "Discard"
+
+    class Reason(models.TextChoices):
+        INCONSISTENT = "inconsistent", "Rationale contradicts the vote"
+        REDUNDANT = "redundant", "Redundant"
+        OTHER = "other", "Other"
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="review_decisions")
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=10, choices=Action.choices)
+    reason = models.CharField(max_length=20, choices=Reason.choices, blank=True)
+    note = models.TextField(blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sample_id", "created_at", "id"]
+        indexes = [models.Index(fields=["sample", "criterion", "-created_at"], name="review_latest")]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(action="discard") | ~models.Q(reason=""),
+                name="review_discard_has_reason",
+            ),
+        ]
+
+
+class SampleReview(models.Model):
+    """Marks a sample as reviewed by the lead (the review queue's "done" state)."""
+
+    sample = models.OneToOneField(Sample, on_delete=models.CASCADE, related_name="review")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    reviewed_at = models.DateTimeField()
+
+
+def version_file_path(instance: "DatasetFile", filename: str) -> str:
+    version = instance.version
+    return f"versions/{version.project_id}/v{version.number}/{filename}"
+
+
+class DatasetVersion(models.Model):
+    """A frozen export of the kept labels. Immutable once its status is ready."""
+
+    class Status(models.TextChoices):
+        BUILDING = "building", "Building"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.BUILDING)
+    include_votes = models.BooleanField(default=False)
+    include_seeds = models.BooleanField(default=False)
+    manifest = models.JSONField(default=dict)
+    row_count = models.PositiveIntegerField(default=0)
+    note = models.TextField(blank=True)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="version_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} v{self.number}"
+
+
+class DatasetFile(models.Model):
+    class Kind(models.TextChoices):
+        JSONL = "jsonl", "JSONL rows"
+        JSONL_ZIP = "jsonl_zip", "JSONL + images (zip)"
+        PARQUET = "parquet", "Parquet with embedded images"
+        MANIFEST = "manifest", "Manifest"
+
+    version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="files")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    file = models.FileField(upload_to=version_file_path, max_length=300)
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["version", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "kind"], name="file_unique_kind"),
+        ]
+
+
+class DatasetRow(models.Model):
+    """One exported row (a kept sample-criterion), frozen with its version."""
+
+    version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="rows")
+    question_id = models.CharField(max_length=300)
+    prompt_id = models.CharField(max_length=200)
+    split = models.CharField(max_length=20, choices=Split.choices)
+    criterion = models.CharField(max_length=60)
+    preference = models.CharField(max_length=10)
+    data = models.JSONField(help_text="The full exported row (image as its relative path).")
+
+    class Meta:
+        ordering = ["version", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "question_id"], name="row_unique_qid"),
+        ]
+        indexes = [models.Index(fields=["version", "split", "criterion"], name="row_filter")]

@@ -1,0 +1,27 @@
+from .choices import ANNOTATOR_GROUP, LEAD_GROUP, Choice, PairType, Split, WorkOrder
+from .job import Job
+from .project import Criterion, Project, ProjectMember
+from .sample import ReferenceLabel, Sample, SampleStatus
+from .token import ApiToken
+from .work import ProblemReport, Slot, Vote, VoteRevision
+
+__all__ = [
+    "ANNOTATOR_GROUP",
+    "LEAD_GROUP",
+    "ApiToken",
+    "Choice",
+    "Criterion",
+    "Job",
+    "PairType",
+    "ProblemReport",
+    "Project",
+    "ProjectMember",
+    "ReferenceLabel",
+    "Sample",
+    "SampleStatus",
+    "Slot",
+    "Split",
+    "Vote",
+    "VoteRevision",
+    "WorkOrder",
+]

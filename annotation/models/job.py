@@ -1,0 +1,55 @@
+from django.conf import settings
+from django.db import models
+
+
+class Job(models.Model):
+    """A long-running background job whose progress a page polls."""
+
+    class Kind(models.TextChoices):
+        IMPORT = "import", "Import samples"
+        AGGREGATE = "aggregate", "Aggregate votes"
+        BUILD_VERSION = "build_version", "Build dataset version"
+        SCORE_JUDGE = "score_judge", "Score a judge"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    project = models.ForeignKey(
+        "annotation.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    params = models.JSONField(default=dict, blank=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    message = models.CharField(max_length=300, blank=True)
+    error = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "kind", "-created_at"], name="job_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.SUCCEEDED:
+            return 100
+        if not self.total:
+            return 0
+        return min(100, int(100 * self.done / self.total))
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

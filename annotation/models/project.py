@@ -1,0 +1,108 @@
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from .choices import Split, WorkOrder
+
+
+class Project(models.Model):
+    """One study: its samples, criteria, annotators and the settings of the protocol."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    description = models.TextField(blank=True)
+    annotators_per_sample = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    )
+    tie_cap = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0.100"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text="Ties must stay strictly below this share of an annotator's formal votes.",
+    )
+    rationale_min_chars = models.PositiveSmallIntegerField(default=15)
+    lease_minutes = models.PositiveIntegerField(default=120)
+    batch_size = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
+    work_order = models.CharField(
+        max_length=20, choices=WorkOrder.choices, default=WorkOrder.CRITERION_MAJOR
+    )
+    shuffle_ab = models.BooleanField(
+        default=False, help_text="Show A and B in a random order per annotator and sample."
+    )
+    export_includes_seeds = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(annotators_per_sample__gte=1), name="project_k_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(tie_cap__gte=0) & models.Q(tie_cap__lte=1),
+                name="project_tie_cap_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Criterion(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="criteria")
+    split = models.CharField(max_length=20, choices=Split.choices)
+    key = models.SlugField(max_length=60)
+    name = models.CharField(max_length=120)
+    description = models.TextField(help_text="Markdown: what to reward and what to penalize.")
+    order = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["project", "split", "order", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "split", "key"], name="criterion_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_split_display()}: {self.name}"
+
+
+class ProjectMember(models.Model):
+    """An annotator's place in a project: active or removed, and their calibration state.
+
+    ``calibration_round`` counts seed rounds (1 = first); ``calibrated_at`` set means the lead let
+    the annotator start formal work.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    is_active = models.BooleanField(default=True)
+    calibration_round = models.PositiveSmallIntegerField(default=1)
+    calibrated_at = models.DateTimeField(null=True, blank=True)
+    calibrated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="member_unique_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project}"
+
+    @property
+    def is_calibrated(self) -> bool:
+        return self.calibrated_at is not None

@@ -1,0 +1,36 @@
+"""The home page and the project overview."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from .. import selectors
+from ..models import Criterion, Split
+from ..permissions import is_lead
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    context = {
+        "projects": selectors.project_list_with_counts() if is_lead(request.user) else None,
+        "memberships": selectors.memberships_for(user=request.user),
+    }
+    return render(request, "annotation/home.html", context)
+
+
+@login_required
+def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.project_get(slug=slug)
+    lead = is_lead(request.user)
+    if not lead and not project.members.filter(user=request.user, is_active=True).exists():
+        raise PermissionDenied("You are not a member of this project.")
+    criteria = Criterion.objects.filter(project=project).order_by("split", "order")
+    by_split = {
+        label: [c for c in criteria if c.split == value] for value, label in Split.choices
+    }
+    return render(
+        request,
+        "annotation/project_detail.html",
+        {"project": project, "criteria_by_split": by_split, "is_project_lead": lead},
+    )

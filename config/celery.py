@@ -1,0 +1,11 @@
+"""The Celery app; tasks are autodiscovered from every installed app's tasks module."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("multicrit")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

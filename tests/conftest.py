@@ -1,0 +1,73 @@
+"""Fixtures shared by the whole suite: named users, a project with default criteria, samples."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Project, Sample
+from annotation.services.projects import member_add, project_create
+from config import celery_app
+
+
+@pytest.fixture(autouse=True)
+def _celery_eager():
+    """Run tasks in-process unless a test starts a real worker (see tests/celery_worker.py)."""
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _media_root(tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def make_user(username: str, *groups: str, password: str = "pw-for-tests") -> User:
+    user = User.objects.create_user(username=username, password=password)
+    for name in groups:
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    return user
+
+
+@pytest.fixture
+def lead(db) -> User:
+    return make_user("lead", LEAD_GROUP)
+
+
+@pytest.fixture
+def annotator(db) -> User:
+    return make_user("ann1", ANNOTATOR_GROUP)
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    """A logged-in user with no role."""
+    return make_user("outsider")
+
+
+@pytest.fixture
+def project(db) -> Project:
+    return project_create(name="Test project", slug="test-project")
+
+
+@pytest.fixture
+def annotators(db, project) -> list[User]:
+    users = [make_user(f"ann{i}", ANNOTATOR_GROUP) for i in range(1, 10)]
+    for user in users:
+        member_add(project=project, user=user)
+    return users
+
+
+def make_sample(project: Project, external_id: str, *, split: str = "open_ended", **fields) -> Sample:
+    defaults = {
+        "question": f"Describe the image {external_id}.",
+        "response_a": "A concise answer.",
+        "response_b": "A longer, more detailed answer.",
+        "model_a": "model-x",
+        "model_b": "model-y",
+    }
+    defaults.update(fields)
+    return Sample.objects.create(project=project, external_id=external_id, split=split, **defaults)
