@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import include, path
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", include("aggregation.urls_jobs")),
+    path("", include("aggregation.urls_review")),
+    path("", include("aggregation.urls_export")),
+]
