@@ -100,7 +100,9 @@ class ReviewDecision(models.Model):
 
     class Meta:
         ordering = ["sample_id", "created_at", "id"]
-        indexes = [models.Index(fields=["sample", "criterion", "-created_at"], name="review_latest")]
+        indexes = [
+            models.Index(fields=["sample", "criterion", "-created_at"], name="review_latest")
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(action="discard") | ~models.Q(reason=""),

@@ -31,11 +31,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Invalid token header: expected 'Token <key>'.")
-        token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=hash_key(header[1]))
-            .first()
-        )
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(header[1])).first()
         if token is None:
             raise exceptions.AuthenticationFailed("Unknown API token.")
         if token.revoked_at is not None:

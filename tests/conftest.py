@@ -61,7 +61,9 @@ def annotators(db, project) -> list[User]:
     return users
 
 
-def make_sample(project: Project, external_id: str, *, split: str = "open_ended", **fields) -> Sample:
+def make_sample(
+    project: Project, external_id: str, *, split: str = "open_ended", **fields
+) -> Sample:
     defaults = {
         "question": f"Describe the image {external_id}.",
         "response_a": "A concise answer.",

@@ -45,7 +45,9 @@ class Sample(models.Model):
         max_length=20, choices=SampleStatus.choices, default=SampleStatus.ACTIVE
     )
     content_hash = models.CharField(
-        max_length=64, blank=True, help_text="SHA-256 of the imported content, for idempotent re-import."
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the imported content, for idempotent re-import.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -26,9 +26,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if not lead and not project.members.filter(user=request.user, is_active=True).exists():
         raise PermissionDenied("You are not a member of this project.")
     criteria = Criterion.objects.filter(project=project).order_by("split", "order")
-    by_split = {
-        label: [c for c in criteria if c.split == value] for value, label in Split.choices
-    }
+    by_split = {label: [c for c in criteria if c.split == value] for value, label in Split.choices}
     return render(
         request,
         "annotation/project_detail.html",
