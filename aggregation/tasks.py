@@ -1,0 +1,1 @@
+"""Celery tasks of the aggregation app (autodiscovered); each task module is imported here."""
