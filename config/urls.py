@@ -1,9 +1,17 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+
+@login_required
+def media(request: HttpRequest, path: str) -> HttpResponse:
+    return serve(request, path, document_root=settings.MEDIA_ROOT)
+
 
 urlpatterns = [
     path("", include("annotation.urls")),
@@ -19,8 +27,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Sample images and export files are study data: only logged-in users get them. A large
+    # deployment can put a proxy's internal redirect in front of this view.
+    path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media, name="media"),
 ]
-
-if settings.DEBUG:
-    # Media files (sample images) in the embedded demo; a deployment serves them from its proxy.
-    urlpatterns += [path("media/<path:path>", serve, {"document_root": settings.MEDIA_ROOT})]
