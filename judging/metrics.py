@@ -1,0 +1,420 @@
+"""Judge metrics of the Multi-Crit protocol (section 7), pure NumPy.
+
+Everything is computed per split and never pooled across splits. Inputs are one dataset row per
+(prompt, criterion) with the human preference, and one judge prediction per row. Predictions are
+integer-coded once (``encode_predictions``): ``A`` (model_a), ``B`` (model_b), ``INVALID``
+(anything else) and ``MISSING`` (no prediction); invalid and missing both count as wrong.
+
+Figures (percentages, 2 decimals, ``None`` = n/a when the denominator is 0):
+
+- per-criterion accuracy; ``overall`` = micro average over rows; ``avg`` = the mean of the
+  per-criterion percentages *already rounded to 2 decimals*, as the published tables compute it;
+- ``pacc``: share of prompts whose every present criterion is predicted correctly;
+- ``tos``: over prompts with at least one conflicting pair (two criteria with opposite human
+  preferences), the share where the judge gives opposite *valid* predictions on at least one of
+  those pairs;
+- ``cmr``: over all conflicting pairs of all prompts (pooled), the share where both criteria are
+  predicted correctly.
+
+Conflicting pairs are never enumerated: in a prompt with ``nA`` rows preferring A and ``nB``
+preferring B there are ``nA * nB`` conflicting pairs, ``cA * cB`` of them fully correct (``cA``,
+``cB`` = correct rows of each side), and the judge gives opposite valid verdicts on one of them
+exactly when (an A-row predicted A and a B-row predicted B) or (an A-row predicted B and a B-row
+predicted A). So every figure comes from per-prompt counts made with ``np.bincount``.
+
+Bootstrap 95% CIs resample prompts (the unit the rows depend on) with replacement: the per-prompt
+counts form a matrix ``S`` (prompts x statistics), each replicate is a vector of prompt
+multiplicities ``w``, and ``w @ S`` gives every numerator and denominator of the replicate at once.
+CIs are the 2.5th and 97.5th percentiles of the replicates (replicates with a zero denominator are
+left out), drawn from ``np.random.default_rng(seed)``, so the same seed gives the same CIs.
+
+Majority vote (test-time scaling, ``majority_vote``): per row, a run that is invalid or missing
+abstains; if more than half of the runs abstain the vote is invalid; otherwise the verdict with
+more votes wins and a tie between model_a and model_b votes is invalid. A row missing in every
+run stays missing.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MODEL_A = "model_a"
+MODEL_B = "model_b"
+INVALID_LABEL = "invalid"
+
+MISSING = -1
+INVALID = 0
+A = 1
+B = 2
+
+#: The protocol's criterion order per split (paper column order); unknown keys follow, sorted.
+CRITERIA_ORDER: dict[str, tuple[str, ...]] = {
+    "open_ended": (
+        "completeness",
+        "visual-grounding",
+        "hallucination",
+        "expressiveness",
+        "clarity",
+    ),
+    "reasoning": ("grounding", "logic", "hallucination", "exploration", "efficiency"),
+}
+SPLIT_ORDER: tuple[str, ...] = ("open_ended", "reasoning")
+
+_CI_LEVEL = 95.0
+# Bootstrap replicates are drawn in blocks so that the multiplicity matrix stays near this size.
+_BOOT_BLOCK_CELLS = 4_000_000
+
+
+def _str_array(values: Any) -> np.ndarray:
+    array = np.asarray(values)
+    if array.dtype.kind not in "US":
+        array = array.astype(str)
+    return array
+
+
+@dataclass(frozen=True)
+class SplitCodes:
+    """One split's rows as integer codes: prompt and criterion inverse codes, human verdicts."""
+
+    mask: np.ndarray
+    prompt_keys: np.ndarray
+    prompt: np.ndarray
+    criterion_keys: np.ndarray
+    criterion: np.ndarray
+    human: np.ndarray
+
+
+@dataclass
+class ScoreInput:
+    """The dataset side of scoring: one entry per dataset row, as equally long string arrays."""
+
+    question_id: np.ndarray
+    prompt_id: np.ndarray
+    split: np.ndarray
+    criterion: np.ndarray
+    preference: np.ndarray
+    _codes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("question_id", "prompt_id", "split", "criterion", "preference"):
+            setattr(self, name, _str_array(getattr(self, name)))
+        lengths = {len(getattr(self, n)) for n in ("question_id", "prompt_id", "split")}
+        lengths |= {len(self.criterion), len(self.preference)}
+        if len(lengths) != 1:
+            raise ValueError("ScoreInput arrays must all have the same length")
+        bad = ~np.isin(self.preference, [MODEL_A, MODEL_B])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"row {i} ({self.question_id[i]}): preference must be model_a or model_b, "
+                f"got {self.preference[i]!r}"
+            )
+
+    def __len__(self) -> int:
+        return len(self.question_id)
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits present, protocol splits first."""
+        present = set(np.unique(self.split).tolist())
+        return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
+
+    def index(self) -> dict[str, int]:
+        """Map question_id -> row position."""
+        if "index" not in self._codes:
+            self._codes["index"] = {q: i for i, q in enumerate(self.question_id.tolist())}
+        return self._codes["index"]
+
+    def split_codes(self, split: str) -> SplitCodes:
+        """Integer codes of one split's rows (computed once, reused by every run scored)."""
+        key = ("split", split)
+        if key not in self._codes:
+            mask = self.split == split
+            prompt_keys, prompt = np.unique(self.prompt_id[mask], return_inverse=True)
+            crit_keys, crit = np.unique(self.criterion[mask], return_inverse=True)
+            human = np.where(self.preference[mask] == MODEL_A, A, B).astype(np.int8)
+            self._codes[key] = SplitCodes(mask, prompt_keys, prompt, crit_keys, crit, human)
+        return self._codes[key]
+
+    def take(self, positions: np.ndarray) -> ScoreInput:
+        """The rows at the given positions (a boolean mask or indices)."""
+        return ScoreInput(
+            question_id=self.question_id[positions],
+            prompt_id=self.prompt_id[positions],
+            split=self.split[positions],
+            criterion=self.criterion[positions],
+            preference=self.preference[positions],
+        )
+
+
+def criteria_in_order(split: str, keys: Sequence[str]) -> list[str]:
+    """Criterion keys in the paper's column order for the split."""
+    known = [k for k in CRITERIA_ORDER.get(split, ()) if k in set(keys)]
+    return known + sorted(set(keys) - set(known))
+
+
+def encode_predictions(values: Any) -> np.ndarray:
+    """Integer-code predictions: A, B, INVALID (any other value), MISSING (None, NaN or "")."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        codes = array.astype(np.int8)
+        codes[(codes < MISSING) | (codes > B)] = INVALID
+        return codes
+    if array.dtype.kind == "f":
+        # Only NaN (the missing marker of pandas and of aligned arrays) is meaningful here.
+        codes = np.full(array.shape, INVALID, dtype=np.int8)
+        codes[np.isnan(array)] = MISSING
+        return codes
+    codes = np.full(array.shape, INVALID, dtype=np.int8)
+    if array.dtype == object:
+        # x != x is NaN, the missing marker of pandas columns.
+        missing = np.array([x is None or x != x or x == "" for x in array.tolist()], dtype=bool)
+        codes[missing] = MISSING
+        # str() keeps comparisons elementwise for mixed objects.
+        as_str = np.where(missing, "", array).astype(str)
+    else:
+        as_str = array.astype(str)
+        codes[as_str == ""] = MISSING
+    codes[as_str == MODEL_A] = A
+    codes[as_str == MODEL_B] = B
+    return codes
+
+
+def decode_predictions(codes: np.ndarray) -> np.ndarray:
+    """Labels for codes: model_a, model_b, invalid, or None for missing."""
+    labels = np.array([None, INVALID_LABEL, MODEL_A, MODEL_B], dtype=object)
+    return labels[np.asarray(codes, dtype=np.int64) + 1]
+
+
+def majority_vote_codes(runs: np.ndarray) -> np.ndarray:
+    """Vote over a (runs x rows) code matrix with the module's tie rule; returns codes."""
+    runs = np.asarray(runs, dtype=np.int8)
+    if runs.ndim != 2 or runs.shape[0] == 0:
+        raise ValueError("majority vote needs a (runs x rows) matrix with at least one run")
+    n_runs = runs.shape[0]
+    votes_a = (runs == A).sum(axis=0)
+    votes_b = (runs == B).sum(axis=0)
+    abstain = n_runs - votes_a - votes_b
+    out = np.full(runs.shape[1], INVALID, dtype=np.int8)
+    decided = 2 * abstain <= n_runs
+    out[decided & (votes_a > votes_b)] = A
+    out[decided & (votes_b > votes_a)] = B
+    out[(runs == MISSING).all(axis=0)] = MISSING
+    return out
+
+
+def majority_vote(runs: Sequence[np.ndarray]) -> np.ndarray:
+    """Combine several runs of one judge per row (labels or codes); returns labels.
+
+    Invalid and missing runs abstain; more than half abstaining, or a tie between model_a and
+    model_b votes, gives ``"invalid"``; a row missing in every run stays missing (``None``).
+    """
+    if len(runs) == 0:
+        raise ValueError("majority vote needs at least one run")
+    matrix = np.stack([encode_predictions(r) for r in runs])
+    return decode_predictions(majority_vote_codes(matrix))
+
+
+def _pct(num: float, den: float) -> float | None:
+    if den == 0:
+        return None
+    return round(100.0 * float(num) / float(den), 2)
+
+
+def _ci(samples: np.ndarray) -> list[float] | None:
+    samples = samples[np.isfinite(samples)]
+    if samples.size == 0:
+        return None
+    lo, hi = np.percentile(samples, [(100 - _CI_LEVEL) / 2, 100 - (100 - _CI_LEVEL) / 2])
+    return [round(float(lo), 2), round(float(hi), 2)]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
+
+
+def _bootstrap_totals(stats: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Column sums of ``stats`` (prompts x k) under ``n_boot`` resamplings of the prompts."""
+    n_prompts = stats.shape[0]
+    rng = np.random.default_rng(seed)
+    block = max(1, min(n_boot, _BOOT_BLOCK_CELLS // max(n_prompts, 1)))
+    out = np.empty((n_boot, stats.shape[1]), dtype=np.float64)
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        draws = rng.integers(0, n_prompts, size=(b, n_prompts))
+        draws += (np.arange(b) * n_prompts)[:, None]
+        weights = np.bincount(draws.ravel(), minlength=b * n_prompts).reshape(b, n_prompts)
+        out[start : start + b] = weights.astype(np.float64) @ stats
+    return out
+
+
+def score_split(
+    rows: ScoreInput,
+    predictions: Any,
+    *,
+    split: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Every figure and count of one split; ``predictions`` (labels or codes) align to ``rows``."""
+    codes_all = encode_predictions(predictions)
+    if codes_all.shape != (len(rows),):
+        raise ValueError(f"predictions has shape {codes_all.shape}, expected ({len(rows)},)")
+    view = rows.split_codes(split)
+    codes = codes_all[view.mask]
+    n_rows = len(codes)
+    human, prompt, crit = view.human, view.prompt, view.criterion
+    prompt_keys, crit_keys = view.prompt_keys, view.criterion_keys
+    n_prompts, n_crit = len(prompt_keys), len(crit_keys)
+
+    correct = codes == human
+    valid = codes > INVALID
+    is_a, is_b = human == A, human == B
+
+    def per_prompt(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(prompt, weights=weights, minlength=n_prompts)
+
+    rows_p = np.bincount(prompt, minlength=n_prompts).astype(np.float64)
+    correct_p = per_prompt(correct)
+    n_a, n_b = per_prompt(is_a), per_prompt(is_b)
+    c_a, c_b = per_prompt(is_a & correct), per_prompt(is_b & correct)
+    # A-preferred rows predicted B, B-preferred rows predicted A (wrong but valid).
+    a_as_b, b_as_a = per_prompt(is_a & (codes == B)), per_prompt(is_b & (codes == A))
+    pred_a_p, pred_b_p = per_prompt(codes == A), per_prompt(codes == B)
+
+    all_correct = (correct_p == rows_p).astype(np.float64)
+    conflict = ((n_a > 0) & (n_b > 0)).astype(np.float64)
+    sensitive = conflict * (((c_a > 0) & (c_b > 0)) | ((a_as_b > 0) & (b_as_a > 0)))
+    pairs = n_a * n_b
+    matched = c_a * c_b
+    multi = (rows_p >= 2).astype(np.float64)
+    same = multi * ((pred_a_p == rows_p) | (pred_b_p == rows_p))
+
+    # Dense prompt x criterion counts (criteria are few) for per-criterion CIs.
+    cell = prompt * n_crit + crit
+    n_pc = np.bincount(cell, minlength=n_prompts * n_crit).reshape(n_prompts, n_crit)
+    ok_pc = np.bincount(cell, weights=correct, minlength=n_prompts * n_crit)
+    ok_pc = ok_pc.reshape(n_prompts, n_crit)
+
+    order = criteria_in_order(split, crit_keys.tolist())
+    col = {k: i for i, k in enumerate(crit_keys.tolist())}
+    n_c, ok_c = n_pc.sum(axis=0), ok_pc.sum(axis=0)
+
+    per_criterion: dict[str, dict] = {}
+    for key in order:
+        j = col[key]
+        per_criterion[key] = {
+            "acc": _pct(ok_c[j], n_c[j]),
+            "n": int(n_c[j]),
+            "correct": int(ok_c[j]),
+            "ci": None,
+        }
+    rounded = [v["acc"] for v in per_criterion.values()]
+    avg_value = round(float(np.mean(rounded)), 2) if rounded else None
+
+    n_conflict = int(conflict.sum())
+    n_pairs = int(pairs.sum())
+    n_invalid = int((codes == INVALID).sum())
+    n_missing = int((codes == MISSING).sum())
+    n_valid = int(valid.sum())
+    n_multi = int(multi.sum())
+
+    result: dict[str, Any] = {
+        "split": split,
+        "per_criterion": per_criterion,
+        "overall": {
+            "value": _pct(correct.sum(), n_rows),
+            "ci": None,
+            "correct": int(correct.sum()),
+            "rows": n_rows,
+        },
+        "avg": {"value": avg_value, "ci": None, "criteria": n_crit},
+        "pacc": {
+            "value": _pct(all_correct.sum(), n_prompts),
+            "ci": None,
+            "correct_prompts": int(all_correct.sum()),
+            "prompts": n_prompts,
+        },
+        "tos": {
+            "value": _pct(sensitive.sum(), n_conflict),
+            "ci": None,
+            "sensitive_prompts": int(sensitive.sum()),
+            "conflict_prompts": n_conflict,
+        },
+        "cmr": {
+            "value": _pct(matched.sum(), n_pairs),
+            "ci": None,
+            "matched_pairs": int(matched.sum()),
+            "conflict_pairs": n_pairs,
+        },
+        "counts": {
+            "rows": n_rows,
+            "prompts": n_prompts,
+            "criteria": n_crit,
+            "conflict_prompts": n_conflict,
+            "conflict_pairs": n_pairs,
+            "valid": n_valid,
+            "invalid": n_invalid,
+            "missing": n_missing,
+        },
+        "diagnostics": {
+            "same_verdict_share": _pct(same.sum(), n_multi),
+            "same_verdict_prompts": int(same.sum()),
+            "multi_criterion_prompts": n_multi,
+            "pred_a_share": _pct(pred_a_p.sum(), n_valid),
+            "human_a_share": _pct(n_a.sum(), n_rows),
+        },
+        "bootstrap": {
+            "n_boot": int(n_boot) if n_prompts else 0,
+            "seed": int(seed),
+            "unit": "prompt",
+        },
+    }
+
+    if n_boot > 0 and n_prompts > 0:
+        stats = np.column_stack(
+            [correct_p, rows_p, all_correct, sensitive, conflict, matched, pairs, ok_pc, n_pc]
+        )
+        tot = _bootstrap_totals(stats, n_boot, seed)
+        result["overall"]["ci"] = _ci(_ratio(tot[:, 0], tot[:, 1]))
+        result["pacc"]["ci"] = _ci(_ratio(tot[:, 2], np.full(n_boot, n_prompts)))
+        result["tos"]["ci"] = _ci(_ratio(tot[:, 3], tot[:, 4]))
+        result["cmr"]["ci"] = _ci(_ratio(tot[:, 5], tot[:, 6]))
+        crit_acc = _ratio(tot[:, 7 : 7 + n_crit], tot[:, 7 + n_crit :])
+        for key in order:
+            per_criterion[key]["ci"] = _ci(crit_acc[:, col[key]])
+        # A replicate can lose every prompt of a rare criterion; nanmean skips it, as the
+        # published Avg only averages criteria that are present.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            avg_boot = np.nanmean(np.round(crit_acc, 2), axis=1)
+        result["avg"]["ci"] = _ci(avg_boot)
+    return result
+
+
+def score_all(rows: ScoreInput, predictions: Any, **kw: Any) -> dict[str, dict]:
+    """``score_split`` for every split present, protocol splits first (never pooled)."""
+    codes = encode_predictions(predictions)
+    return {split: score_split(rows, codes, split=split, **kw) for split in rows.splits}
+
+
+def score_runs(rows: ScoreInput, runs: Sequence[Any], **kw: Any) -> dict:
+    """Scores of every run and of their majority vote: ``{"runs": [...], "vote": {...}}``.
+
+    With a single run the vote is that run (the same dict).
+    """
+    if len(runs) == 0:
+        raise ValueError("score_runs needs at least one run")
+    matrix = np.stack([encode_predictions(r) for r in runs])
+    if len(runs) == 1:
+        single = score_all(rows, matrix[0], **kw)
+        return {"runs": [single], "vote": single, "n_runs": 1}
+    per_run = [score_all(rows, m, **kw) for m in matrix]
+    vote = score_all(rows, majority_vote_codes(matrix), **kw)
+    return {"runs": per_run, "vote": vote, "n_runs": len(runs)}
