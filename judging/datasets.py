@@ -1,0 +1,177 @@
+"""Dataset rows for scoring: the published Multi-Crit row format (JSONL/Parquet) or a version.
+
+A row needs ``prompt_id``, ``split`` (``open_ended`` or ``reasoning``), ``criterion`` and
+``preference`` (``model_a`` or ``model_b``); ``question_id`` is optional and defaults to
+``<prompt_id>__<criterion>``. Other fields (question, responses, image) are not needed to score and
+are not read from Parquet, so the embedded images are never loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judging.errors import DatasetFileError
+from judging.metrics import MODEL_A, MODEL_B, SPLIT_ORDER, ScoreInput
+
+REQUIRED = ("prompt_id", "split", "criterion", "preference")
+OPTIONAL = ("question_id",)
+
+
+def question_id_for(prompt_id: str, criterion: str) -> str:
+    """The row id the exports use when a file has none."""
+    return f"{prompt_id}__{criterion}"
+
+
+def _text(value: Any, *, line: int, field: str) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise DatasetFileError("is missing or empty", line=line, field=field)
+    if not isinstance(value, str | int):
+        kind = type(value).__name__
+        raise DatasetFileError(f"must be a string, got {kind}", line=line, field=field)
+    return str(value).strip()
+
+
+def rows_from_records(records: Any, *, source: str = "") -> ScoreInput:
+    """Validate ``(line, mapping)`` pairs and build the arrays; the first bad line raises."""
+    columns: dict[str, list[str]] = {k: [] for k in (*OPTIONAL, *REQUIRED)}
+    seen_qid: dict[str, int] = {}
+    seen_cell: dict[tuple[str, str], int] = {}
+    prompt_split: dict[str, str] = {}
+    for line, record in records:
+        if not isinstance(record, dict):
+            raise DatasetFileError("a row must be a JSON object", line=line)
+        values = {f: _text(record.get(f), line=line, field=f) for f in REQUIRED}
+        if values["split"] not in SPLIT_ORDER:
+            raise DatasetFileError(
+                f"unknown split {values['split']!r} (expected one of {', '.join(SPLIT_ORDER)})",
+                line=line,
+                field="split",
+            )
+        if values["preference"] not in (MODEL_A, MODEL_B):
+            raise DatasetFileError(
+                f"must be model_a or model_b, got {values['preference']!r}",
+                line=line,
+                field="preference",
+            )
+        prompt, criterion = values["prompt_id"], values["criterion"]
+        qid_raw = record.get("question_id")
+        qid = (
+            question_id_for(prompt, criterion)
+            if qid_raw is None or qid_raw == ""
+            else _text(qid_raw, line=line, field="question_id")
+        )
+        if qid in seen_qid:
+            raise DatasetFileError(
+                f"duplicate question id {qid!r} (first on line {seen_qid[qid]})",
+                line=line,
+                field="question_id",
+            )
+        if (prompt, criterion) in seen_cell:
+            raise DatasetFileError(
+                f"prompt {prompt!r} already has a row for criterion {criterion!r} "
+                f"(line {seen_cell[prompt, criterion]})",
+                line=line,
+                field="criterion",
+            )
+        if prompt_split.setdefault(prompt, values["split"]) != values["split"]:
+            raise DatasetFileError(
+                f"prompt {prompt!r} is in split {prompt_split[prompt]!r} on an earlier line",
+                line=line,
+                field="split",
+            )
+        seen_qid[qid] = line
+        seen_cell[prompt, criterion] = line
+        columns["question_id"].append(qid)
+        for f in REQUIRED:
+            columns[f].append(values[f])
+    if not columns["question_id"]:
+        raise DatasetFileError(f"{source or 'the dataset'} has no rows")
+    return ScoreInput(**{k: np.array(v, dtype=str) for k, v in columns.items()})
+
+
+def _jsonl_records(path: Path):
+    with path.open(encoding="utf-8-sig") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield line_no, json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DatasetFileError(f"not valid JSON ({exc.msg})", line=line_no) from None
+
+
+def _parquet_records(path: Path):
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+        raise DatasetFileError(f"{path.name} is not a readable Parquet file ({exc})") from None
+    missing = [f for f in REQUIRED if f not in schema.names]
+    if missing:
+        raise DatasetFileError(
+            f"the Parquet file has no column {missing[0]!r}", field=missing[0], line=None
+        )
+    wanted = [f for f in (*OPTIONAL, *REQUIRED) if f in schema.names]
+    table = pq.read_table(path, columns=wanted)
+    data = table.to_pydict()
+    for i in range(table.num_rows):
+        yield i + 1, {f: data[f][i] for f in wanted}
+
+
+def load_rows_file(path: str | Path) -> ScoreInput:
+    """Rows of a dataset file in the published row format (``.jsonl``/``.json`` or ``.parquet``).
+
+    Raises DatasetFileError naming the line (Parquet: the row number) and the field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetFileError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return rows_from_records(_parquet_records(path), source=path.name)
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return rows_from_records(_jsonl_records(path), source=path.name)
+    raise DatasetFileError(f"{path.name}: expected a .jsonl or .parquet file")
+
+
+def rows_from_version(version: Any) -> ScoreInput:
+    """The rows of one of our DatasetVersions (its frozen DatasetRow records)."""
+    from aggregation.models import DatasetRow
+
+    fields = ("question_id", "prompt_id", "split", "criterion", "preference")
+    values = list(DatasetRow.objects.filter(version=version).order_by("id").values_list(*fields))
+    if not values:
+        raise DatasetFileError(f"dataset version {version} has no rows")
+    columns = list(zip(*values, strict=True))
+    return ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(fields, columns, strict=True)})
+
+
+def resolve_dataset(spec: str) -> tuple[ScoreInput, str]:
+    """Rows and a label for ``spec``: a row file, ``PROJECT:vN`` or a DatasetVersion id."""
+    import re
+
+    path = Path(spec)
+    if path.is_file():
+        return load_rows_file(path), path.name
+    from aggregation.models import DatasetVersion
+
+    match = re.fullmatch(r"(?P<slug>[-\w]+):v(?P<number>\d+)", spec.strip())
+    if match:
+        lookup = {"project__slug": match["slug"], "number": int(match["number"])}
+    elif spec.strip().isdigit():
+        lookup = {"pk": int(spec)}
+    else:
+        raise DatasetFileError(
+            f"{spec!r} is neither a dataset file nor a version (PROJECT:vN or a version id)"
+        )
+    version = DatasetVersion.objects.select_related("project").filter(**lookup).first()
+    if version is None:
+        raise DatasetFileError(f"no dataset version {spec!r}")
+    if version.status != DatasetVersion.Status.READY:
+        raise DatasetFileError(f"dataset version {version} is {version.get_status_display()}")
+    return rows_from_version(version), f"{version.project.slug}:v{version.number}"

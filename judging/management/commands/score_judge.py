@@ -1,0 +1,91 @@
+"""Score judges' predictions on a dataset and print the paper's tables (one file per judge)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from judging.datasets import resolve_dataset
+from judging.errors import InputFileError
+from judging.metrics import SPLIT_ORDER
+from judging.predictions import DatasetIndex, read_predictions
+from judging.report import FORMATS, JudgeInput, judge_name, render, score_judges
+
+_LISTED = 10
+
+
+class Command(BaseCommand):
+    # Scoring reads files and dataset rows only; it need not wait for the URL and admin checks.
+    requires_system_checks: list[str] = []
+    help = (
+        "Score judges on a dataset: DATASET is a file in the published Multi-Crit row format "
+        "(JSONL or Parquet), PROJECT:vN or a dataset version id; one PREDICTIONS file per judge."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("dataset")
+        parser.add_argument("predictions", nargs="+")
+        parser.add_argument("--format", choices=FORMATS, default="table")
+        parser.add_argument(
+            "--lenient",
+            action="store_true",
+            help="Skip unknown ids, duplicates and rows of another split with a warning.",
+        )
+        parser.add_argument("--split", choices=SPLIT_ORDER, help="Score one split only.")
+        parser.add_argument("--n-boot", type=int, default=1000, help="Bootstrap replicates.")
+        parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+        parser.add_argument(
+            "--runs", action="store_true", help="Also show a row per run in the tables."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["n_boot"] < 0:
+            raise CommandError("--n-boot must be 0 or more")
+        try:
+            rows, label = resolve_dataset(options["dataset"])
+        except InputFileError as exc:
+            raise CommandError(f"{options['dataset']}: {exc}") from None
+        if options["split"] and options["split"] not in rows.splits:
+            raise CommandError(f"{label} has no rows of split {options['split']!r}")
+        index = DatasetIndex(rows)
+        judges: list[JudgeInput] = []
+        for path in options["predictions"]:
+            try:
+                parsed = read_predictions(
+                    path, dataset_index=index, lenient=options["lenient"], split=options["split"]
+                )
+            except InputFileError as exc:
+                raise CommandError(f"{path}: {exc}") from None
+            name = judge_name(path, parsed)
+            if any(j.name == name for j in judges):
+                raise CommandError(f"{path}: judge {name!r} is given twice (one file per judge)")
+            judges.append(JudgeInput(name=name, source=path, parsed=parsed))
+            self._report_parse(name, parsed)
+        payload = score_judges(
+            rows,
+            judges,
+            dataset=label,
+            split=options["split"],
+            n_boot=options["n_boot"],
+            seed=options["seed"],
+        )
+        self.stdout.write(render(payload, options["format"], runs=options["runs"]), ending="")
+
+    def _report_parse(self, name: str, parsed: Any) -> None:
+        for warning in parsed.warnings:
+            self.stderr.write(f"{name}: warning: {warning}")
+        if parsed.unparsable:
+            self.stderr.write(
+                f"{name}: {len(parsed.unparsable)} predictions could not be read "
+                "(scored as invalid):"
+            )
+            for item in parsed.unparsable[:_LISTED]:
+                text = item.text.replace("\n", " ")[-80:]
+                self.stderr.write(
+                    f"  line {item.line} ({item.question_id}, run {item.run}): {text!r}"
+                )
+            if len(parsed.unparsable) > _LISTED:
+                self.stderr.write(f"  ... and {len(parsed.unparsable) - _LISTED} more")
+        sys.stderr.flush()

@@ -1,0 +1,359 @@
+"""Read a judge's predictions file (JSONL or CSV) and align it to the dataset rows.
+
+Each line names a dataset row by ``question_id``, or by ``prompt_id`` + ``criterion``, and gives
+either ``prediction`` (``model_a``/``model_b``/``A``/``B``, or a verdict sentence) or the judge's
+raw text in ``output`` (parsed by ``parse_judge_output``); ``run`` (default 1) numbers repeated runs
+of the judge and ``judge`` may name it. A prediction that cannot be read is kept as ``invalid``
+(it counts as wrong) and listed in ``unparsable``.
+
+Errors name the line and field and stop the read: malformed lines always, and unknown ids,
+duplicate rows and rows of another split unless ``lenient=True``, which skips those lines and
+reports them in ``warnings`` with counts. Dataset rows without a prediction are missing (wrong,
+counted per run).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from judging.errors import PredictionsFileError
+from judging.metrics import INVALID_LABEL, ScoreInput
+from judging.parsing import parse_judge_output
+
+ProgressFn = Callable[[int, int | None], None]
+_EXCERPT = 200
+_PROGRESS_EVERY = 10_000
+
+
+class DatasetIndex:
+    """Row lookups of a dataset: question_id -> position, (prompt_id, criterion) -> position."""
+
+    def __init__(self, rows: ScoreInput):
+        self.rows = rows
+        self.by_qid = rows.index()
+        self.by_cell = {
+            (p, c): i
+            for i, (p, c) in enumerate(
+                zip(rows.prompt_id.tolist(), rows.criterion.tolist(), strict=True)
+            )
+        }
+        self.split = rows.split.tolist()
+        self.question_id = rows.question_id.tolist()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass(frozen=True)
+class Unparsable:
+    """A line whose prediction could not be read (kept as invalid)."""
+
+    line: int
+    run: int
+    question_id: str
+    text: str
+
+
+@dataclass
+class ParsedPredictions:
+    """Predictions aligned to the dataset rows, per run, with every count behind them."""
+
+    judge: str | None
+    runs: dict[int, np.ndarray]
+    raw_outputs: dict[int, dict[int, str]]
+    unparsable: list[Unparsable]
+    warnings: list[str]
+    counts: dict[str, int]
+    missing: dict[int, int] = field(default_factory=dict)
+    invalid: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def run_indices(self) -> list[int]:
+        return sorted(self.runs)
+
+    def run_list(self) -> list[np.ndarray]:
+        """Label arrays (model_a / model_b / invalid / None = missing) in run order."""
+        return [self.runs[r] for r in self.run_indices]
+
+    def stats(self, run: int | None = None) -> dict:
+        """JSON counts for one run (or all runs) as stored on JudgeRun.stats."""
+        runs = [run] if run is not None else self.run_indices
+        listed = [u for u in self.unparsable if u.run in runs]
+        return {
+            **self.counts,
+            "runs": runs,
+            "missing": sum(self.missing[r] for r in runs),
+            "invalid": sum(self.invalid[r] for r in runs),
+            "unparsable": len(listed),
+            "unparsable_rows": [
+                {"line": u.line, "run": u.run, "question_id": u.question_id, "text": u.text}
+                for u in listed
+            ],
+            "warnings": list(self.warnings),
+        }
+
+
+def _open_text(source: str | Path | IO) -> tuple[IO[str], str]:
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if not path.is_file():
+            raise PredictionsFileError(f"no such file: {path}")
+        return path.open(encoding="utf-8-sig", newline=""), path.name
+    name = str(getattr(source, "name", "") or "")
+    if hasattr(source, "seek"):
+        source.seek(0)
+    data = source.read()
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise PredictionsFileError(f"the file is not UTF-8 text ({exc.reason})") from None
+    return io.StringIO(data, newline=""), name
+
+
+def _detect_format(handle: IO[str], name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    start = handle.tell()
+    head = handle.read(4096).lstrip()
+    handle.seek(start)
+    return "jsonl" if head.startswith("{") else "csv"
+
+
+def _jsonl_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
+    for line_no, raw in enumerate(handle, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise PredictionsFileError(f"not valid JSON ({exc.msg})", line=line_no) from None
+        if not isinstance(record, dict):
+            raise PredictionsFileError("a line must be a JSON object", line=line_no)
+        yield line_no, record
+
+
+def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
+    reader = csv.DictReader(handle)
+    header = reader.fieldnames or []
+    if not header:
+        raise PredictionsFileError("the CSV file has no header line", line=1)
+    has_id = "question_id" in header or {"prompt_id", "criterion"} <= set(header)
+    if not has_id:
+        raise PredictionsFileError(
+            "the header needs question_id, or prompt_id and criterion", line=1, field="question_id"
+        )
+    if "prediction" not in header and "output" not in header:
+        raise PredictionsFileError(
+            "the header needs a prediction or an output column", line=1, field="prediction"
+        )
+    start = reader.line_num + 1
+    for record in reader:
+        # Quoted judge outputs span several physical lines; report where the record starts.
+        line_no, start = start, reader.line_num + 1
+        if None in record:
+            raise PredictionsFileError("more cells than header columns", line=line_no)
+        if not any((v or "").strip() for v in record.values()):
+            continue
+        yield line_no, record
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _run_index(value: Any, line: int) -> int:
+    if _blank(value):
+        return 1
+    try:
+        run = int(str(value).strip()) if not isinstance(value, int | float) else int(value)
+        if isinstance(value, float) and value != run:
+            raise ValueError
+    except ValueError:
+        raise PredictionsFileError(
+            f"must be a whole number, got {value!r}", line=line, field="run"
+        ) from None
+    if run < 0:
+        raise PredictionsFileError(f"must be 0 or more, got {run}", line=line, field="run")
+    return run
+
+
+def read_predictions(
+    path_or_file: str | Path | IO,
+    *,
+    dataset_index: DatasetIndex | ScoreInput,
+    lenient: bool = False,
+    split: str | None = None,
+    progress: ProgressFn | None = None,
+) -> ParsedPredictions:
+    """Read predictions aligned to the dataset rows; ``split`` limits the rows in scope."""
+    index = (
+        dataset_index if isinstance(dataset_index, DatasetIndex) else DatasetIndex(dataset_index)
+    )
+    handle, name = _open_text(path_or_file)
+    n_rows = len(index)
+    runs: dict[int, np.ndarray] = {}
+    raw_outputs: dict[int, dict[int, str]] = {}
+    first_line: dict[tuple[int, int], int] = {}
+    unparsable: list[Unparsable] = []
+    skipped: dict[str, list[str]] = {"unknown": [], "duplicate": [], "other_split": []}
+    judge: str | None = None
+    judge_line = 0
+    lines = accepted = 0
+
+    def reject(kind: str, message: str, *, line: int, field_name: str) -> None:
+        if not lenient:
+            raise PredictionsFileError(message, line=line, field=field_name)
+        skipped[kind].append(f"line {line}: {message}")
+
+    with handle:
+        fmt = _detect_format(handle, name)
+        records = _jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle)
+        for line, record in records:
+            lines += 1
+            if progress is not None and lines % _PROGRESS_EVERY == 0:
+                progress(lines, None)
+            qid = record.get("question_id")
+            if not _blank(qid):
+                qid = str(qid).strip()
+                pos = index.by_qid.get(qid)
+                id_field = "question_id"
+                if pos is None:
+                    reject(
+                        "unknown", f"unknown question id {qid!r}", line=line, field_name=id_field
+                    )
+                    continue
+            else:
+                prompt, criterion = record.get("prompt_id"), record.get("criterion")
+                if _blank(prompt) or _blank(criterion):
+                    missing_field = "prompt_id" if _blank(prompt) else "criterion"
+                    raise PredictionsFileError(
+                        "a line needs question_id, or prompt_id and criterion",
+                        line=line,
+                        field="question_id"
+                        if _blank(prompt) and _blank(criterion)
+                        else missing_field,
+                    )
+                prompt, criterion = str(prompt).strip(), str(criterion).strip()
+                pos = index.by_cell.get((prompt, criterion))
+                if pos is None:
+                    reject(
+                        "unknown",
+                        f"no dataset row for prompt {prompt!r} and criterion {criterion!r}",
+                        line=line,
+                        field_name="prompt_id",
+                    )
+                    continue
+                qid = index.question_id[pos]
+            row_split = index.split[pos]
+            own_split = record.get("split")
+            if not _blank(own_split) and str(own_split).strip() != row_split:
+                raise PredictionsFileError(
+                    f"row {qid!r} is in split {row_split!r}, the line says {own_split!r}",
+                    line=line,
+                    field="split",
+                )
+            if split is not None and row_split != split:
+                reject(
+                    "other_split",
+                    f"row {qid!r} is in split {row_split!r}, not {split!r}",
+                    line=line,
+                    field_name="question_id",
+                )
+                continue
+
+            run = _run_index(record.get("run"), line)
+            line_judge = record.get("judge")
+            if not _blank(line_judge):
+                line_judge = str(line_judge).strip()
+                if judge is None:
+                    judge, judge_line = line_judge, line
+                elif line_judge != judge:
+                    raise PredictionsFileError(
+                        f"judge {line_judge!r} differs from {judge!r} on line {judge_line}; "
+                        "use one file per judge",
+                        line=line,
+                        field="judge",
+                    )
+
+            if (run, pos) in first_line:
+                reject(
+                    "duplicate",
+                    f"second prediction for {qid!r} in run {run} "
+                    f"(first on line {first_line[run, pos]})",
+                    line=line,
+                    field_name="question_id",
+                )
+                continue
+
+            has_prediction = "prediction" in record
+            has_output = "output" in record
+            if not has_prediction and not has_output:
+                raise PredictionsFileError(
+                    "a line needs a prediction or an output", line=line, field="prediction"
+                )
+            value, output = record.get("prediction"), record.get("output")
+            text = value if not _blank(value) else output
+            label = parse_judge_output(text if isinstance(text, str) else None)
+            if label is None:
+                label = INVALID_LABEL
+                shown = "" if text is None else str(text)
+                if len(shown) > _EXCERPT:
+                    shown = "..." + shown[-_EXCERPT:]
+                unparsable.append(Unparsable(line=line, run=run, question_id=qid, text=shown))
+            if run not in runs:
+                runs[run] = np.full(n_rows, None, dtype=object)
+                raw_outputs[run] = {}
+            runs[run][pos] = label
+            if isinstance(output, str) and output:
+                raw_outputs[run][pos] = output
+            first_line[run, pos] = line
+            accepted += 1
+
+    if not runs:
+        raise PredictionsFileError(f"{name or 'the file'} has no predictions for the dataset")
+    if progress is not None:
+        progress(lines, lines)
+
+    scope = np.ones(n_rows, dtype=bool) if split is None else index.rows.split == split
+    missing = {r: int((np.equal(a, None) & scope).sum()) for r, a in runs.items()}
+    invalid = {r: int((a == INVALID_LABEL).sum()) for r, a in runs.items()}
+    labels = {
+        "unknown": "with an unknown id",
+        "duplicate": "duplicating an earlier line",
+        "other_split": f"of another split than {split!r}",
+    }
+    warnings = [
+        f"{len(items)} lines {labels[kind]} skipped (first: {items[0]})"
+        for kind, items in skipped.items()
+        if items
+    ]
+    counts = {
+        "lines": lines,
+        "accepted": accepted,
+        "skipped_unknown": len(skipped["unknown"]),
+        "skipped_duplicate": len(skipped["duplicate"]),
+        "skipped_other_split": len(skipped["other_split"]),
+        "rows_in_scope": int(scope.sum()),
+    }
+    return ParsedPredictions(
+        judge=judge,
+        runs=runs,
+        raw_outputs=raw_outputs,
+        unparsable=unparsable,
+        warnings=warnings,
+        counts=counts,
+        missing=missing,
+        invalid=invalid,
+    )

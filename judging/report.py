@@ -1,0 +1,176 @@
+"""Score judges' prediction files and format the results in the paper's table layout.
+
+``score_judges`` builds one JSON-serialisable payload with every figure and count; the
+formatters render it per split as a text table, a Markdown table (rows = judges, columns PAcc /
+CMR / TOS / Avg, then each criterion, as in the published tables) or JSON. No Django here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judging.metrics import ScoreInput, criteria_in_order, score_runs
+from judging.predictions import ParsedPredictions
+
+HEADLINE = (("PAcc", "pacc"), ("CMR", "cmr"), ("TOS", "tos"), ("Avg", "avg"))
+FORMATS = ("table", "json", "markdown")
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """One judge's parsed predictions file."""
+
+    name: str
+    source: str
+    parsed: ParsedPredictions
+
+
+def judge_name(path: str | Path, parsed: ParsedPredictions) -> str:
+    """The ``judge`` field of the file, else the file name without its extension."""
+    return parsed.judge or Path(path).name.split(".")[0]
+
+
+def score_judges(
+    rows: ScoreInput,
+    judges: Sequence[JudgeInput],
+    *,
+    dataset: str,
+    split: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Every figure of every judge (runs majority-voted), per split, never pooled."""
+    scope = np.ones(len(rows), dtype=bool) if split is None else rows.split == split
+    scored = rows if split is None else rows.take(scope)
+    splits = scored.splits
+    out: dict[str, Any] = {
+        "dataset": dataset,
+        "splits": {s: {"rows": int((scored.split == s).sum()), "criteria": []} for s in splits},
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "prompt"},
+        "judges": {},
+    }
+    for judge in judges:
+        arrays = [a[scope] for a in judge.parsed.run_list()]
+        result = score_runs(scored, arrays, n_boot=n_boot, seed=seed)
+        entry: dict[str, Any] = {
+            "source": judge.source,
+            "runs": judge.parsed.run_indices,
+            "parse": judge.parsed.stats(),
+            "scores": result["vote"],
+        }
+        if result["n_runs"] > 1:
+            entry["per_run"] = {
+                str(r): scores
+                for r, scores in zip(judge.parsed.run_indices, result["runs"], strict=True)
+            }
+        out["judges"][judge.name] = entry
+    for s in splits:
+        keys = {k for j in out["judges"].values() for k in j["scores"][s]["per_criterion"]}
+        out["splits"][s]["criteria"] = criteria_in_order(s, sorted(keys))
+    return out
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def split_table(payload: dict, split: str, *, runs: bool = False) -> tuple[list[str], list[list]]:
+    """Header and rows of one split: a row per judge (and per run when ``runs``)."""
+    criteria = payload["splits"][split]["criteria"]
+    header = ["Judge", *(h for h, _ in HEADLINE), *criteria]
+    body: list[list[str]] = []
+
+    def row(label: str, scores: dict) -> list[str]:
+        head = [_cell(scores[key]["value"]) for _, key in HEADLINE]
+        per = scores["per_criterion"]
+        return [label, *head, *(_cell(per[c]["acc"]) if c in per else "n/a" for c in criteria)]
+
+    for name, judge in payload["judges"].items():
+        n_runs = len(judge["runs"])
+        label = name if n_runs == 1 else f"{name} (vote of {n_runs})"
+        body.append(row(label, judge["scores"][split]))
+        if runs and n_runs > 1:
+            for r, scores in judge["per_run"].items():
+                body.append(row(f"  {name} run {r}", scores[split]))
+    return header, body
+
+
+def _split_title(payload: dict, split: str) -> str:
+    judges = list(payload["judges"].values())
+    counts = judges[0]["scores"][split]["counts"] if judges else {}
+    return (
+        f"{split}: prompts {counts.get('prompts', 0):,} · rows {counts.get('rows', 0):,} · "
+        f"prompts with a conflict {counts.get('conflict_prompts', 0):,} · "
+        f"conflicting pairs {counts.get('conflict_pairs', 0):,}"
+    )
+
+
+def _notes(payload: dict, split: str) -> list[str]:
+    notes = []
+    for name, judge in payload["judges"].items():
+        s = judge["scores"][split]
+        c, d = s["counts"], s["diagnostics"]
+        notes.append(
+            f"{name}: invalid {c['invalid']}, missing {c['missing']}; same verdict on every "
+            f"criterion in {_cell(d['same_verdict_share'])}% of prompts; predicts A "
+            f"{_cell(d['pred_a_share'])}% (humans {_cell(d['human_a_share'])}%)"
+        )
+    return notes
+
+
+def format_table(payload: dict, *, runs: bool = False) -> str:
+    """Aligned plain-text tables, one per split."""
+    blocks = []
+    for split in payload["splits"]:
+        header, body = split_table(payload, split, runs=runs)
+        widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+
+        def line(cells: list[str], widths: list[int] = widths) -> str:
+            first = cells[0].ljust(widths[0])
+            rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
+            return "  ".join([first, *rest]).rstrip()
+
+        rule = "  ".join("-" * w for w in widths)
+        lines = [_split_title(payload, split), line(header), rule, *map(line, body)]
+        blocks.append("\n".join([*lines, "", *_notes(payload, split)]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_markdown(payload: dict, *, runs: bool = False) -> str:
+    """GitHub-flavoured Markdown tables, one section per split."""
+    blocks = []
+    for split in payload["splits"]:
+        header, body = split_table(payload, split, runs=runs)
+        lines = [
+            f"### {_split_title(payload, split)}",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|",
+            *("| " + " | ".join(r).replace("|  ", "| ") + " |" for r in body),
+            "",
+            *(f"- {n}" for n in _notes(payload, split)),
+        ]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_json(payload: dict) -> str:
+    """Every figure and count, indented JSON."""
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def render(payload: dict, fmt: str, *, runs: bool = False) -> str:
+    """The payload in one of ``FORMATS``."""
+    if fmt == "json":
+        return format_json(payload)
+    if fmt == "markdown":
+        return format_markdown(payload, runs=runs)
+    if fmt == "table":
+        return format_table(payload, runs=runs)
+    raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
