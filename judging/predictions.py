@@ -145,8 +145,10 @@ def _jsonl_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
 
 
 def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
-    reader = csv.DictReader(handle)
-    header = reader.fieldnames or []
+    # csv.reader rather than DictReader: DictReader drops blank rows silently, which would
+    # shift the line numbers in error messages.
+    reader = csv.reader(handle)
+    header = [h.strip() for h in next(reader, [])]
     if not header:
         raise PredictionsFileError("the CSV file has no header line", line=1)
     has_id = "question_id" in header or {"prompt_id", "criterion"} <= set(header)
@@ -159,14 +161,16 @@ def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
             "the header needs a prediction or an output column", line=1, field="prediction"
         )
     start = reader.line_num + 1
-    for record in reader:
+    for cells in reader:
         # Quoted judge outputs span several physical lines; report where the record starts.
         line_no, start = start, reader.line_num + 1
-        if None in record:
-            raise PredictionsFileError("more cells than header columns", line=line_no)
-        if not any((v or "").strip() for v in record.values()):
+        if not any(c.strip() for c in cells):
             continue
-        yield line_no, record
+        if len(cells) > len(header):
+            raise PredictionsFileError(
+                f"{len(cells)} cells for {len(header)} header columns", line=line_no
+            )
+        yield line_no, dict(zip(header, cells, strict=False))
 
 
 def _blank(value: Any) -> bool:

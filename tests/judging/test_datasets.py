@@ -1,0 +1,195 @@
+"""Dataset rows for scoring: the published row format (JSONL, Parquet) and our versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from aggregation.models import DatasetRow, DatasetVersion
+from judging.datasets import load_rows_file, resolve_dataset, rows_from_version
+from judging.errors import DatasetFileError
+
+DATA = Path(__file__).parent / "data"
+
+
+def row(prompt: str, criterion: str, preference: str = "model_a", **extra) -> dict:
+    return {
+        "question_id": f"{prompt}__{criterion}",
+        "prompt_id": prompt,
+        "split": "open_ended",
+        "criterion": criterion,
+        "question": "Describe the image.",
+        "image_path": f"images/{prompt}.png",
+        "pred_a": "One.",
+        "pred_b": "Two.",
+        "model_a": "m1",
+        "model_b": "m2",
+        "preference": preference,
+        **extra,
+    }
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_loads_the_fixture_jsonl():
+    rows = load_rows_file(DATA / "rows.jsonl")
+    assert len(rows) == 11
+    assert rows.splits == ["open_ended", "reasoning"]
+    assert rows.question_id[0] == "o1__completeness"
+    assert rows.preference.tolist().count("model_a") == 7
+    assert rows.index()["r2__efficiency"] == 10
+
+
+def test_question_id_defaults_to_prompt_and_criterion(tmp_path):
+    record = row("p1", "clarity")
+    del record["question_id"]
+    rows = load_rows_file(write_jsonl(tmp_path / "d.jsonl", [record, row("p1", "completeness")]))
+    assert rows.question_id.tolist() == ["p1__clarity", "p1__completeness"]
+
+
+def test_parquet_with_embedded_images(tmp_path):
+    records = [row("p1", "clarity"), row("p1", "completeness", "model_b"), row("p2", "clarity")]
+    table = pa.table(
+        {
+            **{k: [r[k] for r in records] for k in records[0]},
+            "image": [{"bytes": b"\x89PNG fake", "path": "p.png"} for _ in records],
+        }
+    )
+    pq.write_table(table, tmp_path / "open_ended-00000.parquet")
+    rows = load_rows_file(tmp_path / "open_ended-00000.parquet")
+    assert rows.question_id.tolist() == ["p1__clarity", "p1__completeness", "p2__clarity"]
+    assert rows.preference.tolist() == ["model_a", "model_b", "model_a"]
+
+
+def test_parquet_errors_name_the_row_and_column(tmp_path):
+    records = [row("p1", "clarity"), row("p1", "completeness", "tie")]
+    pq.write_table(
+        pa.table({k: [r[k] for r in records] for k in records[0]}), tmp_path / "d.parquet"
+    )
+    with pytest.raises(DatasetFileError) as err:
+        load_rows_file(tmp_path / "d.parquet")
+    assert (err.value.line, err.value.field) == (2, "preference")
+    no_split = {k: [r[k] for r in records] for k in records[0] if k != "split"}
+    pq.write_table(pa.table(no_split), tmp_path / "e.parquet")
+    with pytest.raises(DatasetFileError, match="no column 'split'") as err:
+        load_rows_file(tmp_path / "e.parquet")
+    assert err.value.field == "split"
+    (tmp_path / "f.parquet").write_bytes(b"not parquet")
+    with pytest.raises(DatasetFileError, match="not a readable Parquet file"):
+        load_rows_file(tmp_path / "f.parquet")
+
+
+@pytest.mark.parametrize(
+    ("records", "line", "field", "message"),
+    [
+        (
+            [row("p1", "clarity"), {**row("p1", "logic"), "prompt_id": ""}],
+            2,
+            "prompt_id",
+            "missing",
+        ),
+        (
+            [{k: v for k, v in row("p1", "x").items() if k != "criterion"}],
+            1,
+            "criterion",
+            "missing",
+        ),
+        ([row("p1", "clarity", "tie")], 1, "preference", "model_a or model_b, got 'tie'"),
+        ([row("p1", "clarity", "A")], 1, "preference", "got 'A'"),
+        ([{**row("p1", "clarity"), "split": "train"}], 1, "split", "unknown split 'train'"),
+        ([row("p1", "clarity"), row("p1", "clarity")], 2, "question_id", "first on line 1"),
+        (
+            [row("p1", "clarity"), {**row("p1", "clarity"), "question_id": "other"}],
+            2,
+            "criterion",
+            "already has a row for criterion 'clarity'",
+        ),
+        (
+            [row("p1", "clarity"), {**row("p1", "logic"), "split": "reasoning"}],
+            2,
+            "split",
+            "is in split 'open_ended'",
+        ),
+        ([{**row("p1", "clarity"), "prompt_id": ["x"]}], 1, "prompt_id", "must be a string"),
+        ([["not", "an", "object"]], 1, None, "JSON object"),
+    ],
+)
+def test_jsonl_errors_name_line_and_field(tmp_path, records, line, field, message):
+    path = write_jsonl(tmp_path / "d.jsonl", records)
+    with pytest.raises(DatasetFileError, match=message) as err:
+        load_rows_file(path)
+    assert err.value.line == line
+    assert err.value.field == field
+    assert str(err.value).startswith(f"line {line}")
+
+
+def test_bad_json_and_empty_files(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(row("p1", "clarity")) + "\n\n{broken\n")
+    with pytest.raises(DatasetFileError, match="not valid JSON") as err:
+        load_rows_file(path)
+    assert err.value.line == 3  # blank lines are skipped but still counted
+    path.write_text("\n")
+    with pytest.raises(DatasetFileError, match="has no rows"):
+        load_rows_file(path)
+    with pytest.raises(DatasetFileError, match=r"expected a \.jsonl or \.parquet"):
+        load_rows_file(write_jsonl(tmp_path / "d.txt", [row("p", "c")]))
+    with pytest.raises(DatasetFileError, match="no such file"):
+        load_rows_file(tmp_path / "absent.jsonl")
+
+
+def make_version(project, *, status=DatasetVersion.Status.READY, number=1) -> DatasetVersion:
+    version = DatasetVersion.objects.create(project=project, number=number, status=status)
+    for record in (
+        row("s1", "completeness"),
+        row("s1", "clarity", "model_b"),
+        {**row("s2", "logic"), "split": "reasoning"},
+    ):
+        DatasetRow.objects.create(
+            version=version,
+            question_id=record["question_id"],
+            prompt_id=record["prompt_id"],
+            split=record["split"],
+            criterion=record["criterion"],
+            preference=record["preference"],
+            data=record,
+        )
+    return version
+
+
+@pytest.mark.django_db
+def test_rows_from_version(project):
+    version = make_version(project)
+    make_version(project, number=2)  # another version's rows stay out
+    rows = rows_from_version(version)
+    assert rows.question_id.tolist() == ["s1__completeness", "s1__clarity", "s2__logic"]
+    assert rows.split.tolist() == ["open_ended", "open_ended", "reasoning"]
+    assert rows.preference.tolist() == ["model_a", "model_b", "model_a"]
+
+
+@pytest.mark.django_db
+def test_resolve_dataset(project):
+    version = make_version(project, number=3)
+    rows, label = resolve_dataset(f"{project.slug}:v3")
+    assert label == "test-project:v3" and len(rows) == 3
+    rows, label = resolve_dataset(str(version.pk))
+    assert label == "test-project:v3"
+    rows, label = resolve_dataset(str(DATA / "rows.jsonl"))
+    assert label == "rows.jsonl" and len(rows) == 11
+    with pytest.raises(DatasetFileError, match="no dataset version 'test-project:v9'"):
+        resolve_dataset("test-project:v9")
+    with pytest.raises(DatasetFileError, match="neither a dataset file nor a version"):
+        resolve_dataset("missing-file.jsonl")
+    make_version(project, number=4, status=DatasetVersion.Status.BUILDING)
+    with pytest.raises(DatasetFileError, match="is Building"):
+        resolve_dataset("test-project:v4")
+    DatasetVersion.objects.create(project=project, number=5, status=DatasetVersion.Status.READY)
+    with pytest.raises(DatasetFileError, match="has no rows"):
+        resolve_dataset("test-project:v5")

@@ -1,0 +1,221 @@
+"""``manage.py score_judge``: the paper's tables in three formats, on files and on a version."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from aggregation.models import DatasetRow, DatasetVersion
+
+DATA = Path(__file__).parent / "data"
+ROWS = str(DATA / "rows.jsonl")
+ALPHA = str(DATA / "judge_alpha.jsonl")
+BETA = str(DATA / "judge_beta.csv")
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("score_judge", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_json_has_every_figure_and_count():
+    out, _ = run(ROWS, ALPHA, BETA, "--format", "json", "--n-boot", "200", "--seed", "3")
+    payload = json.loads(out)
+    assert payload["dataset"] == "rows.jsonl"
+    assert payload["bootstrap"] == {"n_boot": 200, "seed": 3, "unit": "prompt"}
+    assert payload["splits"]["open_ended"]["criteria"] == [
+        "completeness",
+        "visual-grounding",
+        "hallucination",
+        "clarity",
+    ]
+    alpha = payload["judges"]["judge_alpha"]
+    assert alpha["runs"] == [1]
+    open_ended = alpha["scores"]["open_ended"]
+    assert open_ended["pacc"]["value"] == 33.33
+    assert open_ended["cmr"]["value"] == 50.0
+    assert open_ended["tos"]["value"] == 100.0
+    assert open_ended["avg"]["value"] == 75.0
+    assert open_ended["overall"]["value"] == 71.43
+    assert open_ended["pacc"]["ci"] is not None
+    reasoning = alpha["scores"]["reasoning"]
+    assert [reasoning[k]["value"] for k in ("pacc", "cmr", "tos", "avg")] == [0.0, 0.0, 0.0, 50.0]
+    assert reasoning["counts"]["invalid"] == 1
+    assert alpha["parse"]["unparsable_rows"][0]["question_id"] == "r2__efficiency"
+
+    beta = payload["judges"]["beta-judge"]
+    assert beta["runs"] == [1, 2, 3]
+    assert beta["scores"]["open_ended"]["pacc"]["value"] == 100.0  # the vote of 3 runs
+    third = beta["per_run"]["3"]["open_ended"]
+    assert (third["tos"]["value"], third["cmr"]["value"]) == (0.0, 0.0)  # always "Response 1"
+    assert third["counts"]["invalid"] == 1
+    assert beta["parse"]["invalid"] == 1
+
+
+def test_table_layout():
+    out, err = run(ROWS, ALPHA, BETA, "--n-boot", "0", "--runs")
+    lines = out.splitlines()
+    assert lines[0] == (
+        "open_ended: prompts 3 · rows 7 · prompts with a conflict 1 · conflicting pairs 4"
+    )
+    assert lines[1].split() == [
+        "Judge",
+        "PAcc",
+        "CMR",
+        "TOS",
+        "Avg",
+        "completeness",
+        "visual-grounding",
+        "hallucination",
+        "clarity",
+    ]
+    assert lines[3].split() == [
+        "judge_alpha",
+        "33.33",
+        "50.00",
+        "100.00",
+        "75.00",
+        "100.00",
+        "50.00",
+        "50.00",
+        "100.00",
+    ]
+    assert lines[4].split()[:4] == ["beta-judge", "(vote", "of", "3)"]
+    assert lines[7].split() == [
+        "beta-judge",
+        "run",
+        "3",
+        "33.33",
+        "0.00",
+        "0.00",
+        "37.50",
+        "100.00",
+        "50.00",
+        "0.00",
+        "0.00",
+    ]
+    reasoning = out[out.index("reasoning: ") :].splitlines()
+    assert reasoning[1].split() == [
+        "Judge",
+        "PAcc",
+        "CMR",
+        "TOS",
+        "Avg",
+        "grounding",
+        "logic",
+        "efficiency",
+    ]
+    assert reasoning[3].split() == [
+        "judge_alpha",
+        "0.00",
+        "0.00",
+        "0.00",
+        "50.00",
+        "100.00",
+        "50.00",
+        "0.00",
+    ]
+    assert "judge_alpha: invalid 1, missing 0" in out
+    # unparsable predictions are listed on stderr with their line
+    assert "judge_alpha: 1 predictions could not be read (scored as invalid):" in err
+    assert "line 11 (r2__efficiency, run 1): 'tie'" in err
+    assert "line 92 (o1__hallucination, run 3)" in err
+
+
+def test_markdown_for_one_split_with_lenient(tmp_path):
+    out, err = run(
+        ROWS, ALPHA, "--format", "markdown", "--split", "reasoning", "--lenient", "--n-boot", "0"
+    )
+    assert out.startswith("### reasoning: prompts 2 · rows 4")
+    assert "| Judge | PAcc | CMR | TOS | Avg | grounding | logic | efficiency |" in out
+    assert "|:---|---:|---:|---:|---:|---:|---:|---:|" in out
+    assert "| judge_alpha | 0.00 | 0.00 | 0.00 | 50.00 | 100.00 | 50.00 | 0.00 |" in out
+    assert "open_ended" not in out
+    assert "warning: 7 lines of another split than 'reasoning' skipped" in err
+
+
+def test_other_split_rows_without_lenient_fail():
+    with pytest.raises(CommandError, match=r"judge_alpha\.jsonl: line 1, field 'question_id'"):
+        run(ROWS, ALPHA, "--split", "reasoning")
+
+
+def test_tos_and_cmr_show_na_without_conflicts(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps(
+                {"prompt_id": "p", "split": "reasoning", "criterion": c, "preference": "model_b"}
+            )
+            + "\n"
+            for c in ("logic", "grounding")
+        )
+    )
+    preds = tmp_path / "solo.csv"
+    preds.write_text(
+        "question_id,output\np__logic,Response 2 is better.\np__grounding,Response 1 is better.\n"
+    )
+    out, _ = run(str(rows), str(preds), "--n-boot", "0")
+    assert out.splitlines()[3].split() == ["solo", "0.00", "n/a", "n/a", "50.00", "0.00", "100.00"]
+    assert out.splitlines()[1].split()[5:] == ["grounding", "logic"]
+
+
+def make_version(project) -> DatasetVersion:
+    version = DatasetVersion.objects.create(
+        project=project, number=2, status=DatasetVersion.Status.READY
+    )
+    for record in map(json.loads, (DATA / "rows.jsonl").read_text().splitlines()):
+        DatasetRow.objects.create(
+            version=version,
+            question_id=record["question_id"],
+            prompt_id=record["prompt_id"],
+            split=record["split"],
+            criterion=record["criterion"],
+            preference=record["preference"],
+            data=record,
+        )
+    return version
+
+
+@pytest.mark.django_db
+def test_scores_a_dataset_version(project):
+    version = make_version(project)
+    out, _ = run(f"{project.slug}:v2", ALPHA, "--format", "json", "--n-boot", "0")
+    payload = json.loads(out)
+    assert payload["dataset"] == "test-project:v2"
+    scores = payload["judges"]["judge_alpha"]["scores"]
+    assert scores["open_ended"]["pacc"]["value"] == 33.33
+    assert scores["reasoning"]["avg"]["value"] == 50.0
+    by_id, _ = run(str(version.pk), ALPHA, "--format", "json", "--n-boot", "0")
+    assert json.loads(by_id)["judges"] == payload["judges"]
+
+
+@pytest.mark.django_db
+def test_unknown_version():
+    with pytest.raises(CommandError, match="no dataset version 'nope:v1'"):
+        run("nope:v1", ALPHA)
+
+
+def test_errors(tmp_path):
+    with pytest.raises(CommandError, match="is neither a dataset file nor a version"):
+        run(str(tmp_path / "absent.jsonl"), ALPHA)
+    copy = tmp_path / "judge_alpha.csv"
+    copy.write_text("question_id,prediction\no1__clarity,A\n")
+    with pytest.raises(CommandError, match="judge 'judge_alpha' is given twice"):
+        run(ROWS, ALPHA, str(copy))
+    bad = tmp_path / "bad.jsonl"
+    shutil.copy(ALPHA, bad)
+    with bad.open("a") as handle:
+        handle.write('{"question_id": "zzz", "prediction": "model_a"}\n')
+    with pytest.raises(CommandError, match=r"bad\.jsonl: line 12, field 'question_id': unknown"):
+        run(ROWS, str(bad))
+    out, err = run(ROWS, str(bad), "--lenient", "--n-boot", "0")
+    assert "1 lines with an unknown id skipped" in err
+    assert "bad " in out
+    with pytest.raises(CommandError, match="--n-boot must be 0 or more"):
+        run(ROWS, ALPHA, "--n-boot", "-1")
