@@ -28,6 +28,11 @@ multiplicities ``w``, and ``w @ S`` gives every numerator and denominator of the
 CIs are the 2.5th and 97.5th percentiles of the replicates (replicates with a zero denominator are
 left out), drawn from ``np.random.default_rng(seed)``, so the same seed gives the same CIs.
 
+Diagnostics (the paper's discussion of criterion-agnostic judges): ``same_verdict_share`` is the
+share of prompts with at least two criteria on which every prediction is valid and identical (all
+model_a or all model_b); ``pred_a_share`` is the share of valid predictions that are model_a, next
+to ``human_a_share``, the share of rows whose human preference is model_a.
+
 Majority vote (test-time scaling, ``majority_vote``): per row, a run that is invalid or missing
 abstains; if more than half of the runs abstain the vote is invalid; otherwise the verdict with
 more votes wins and a tie between model_a and model_b votes is invalid. A row missing in every
@@ -91,7 +96,10 @@ class SplitCodes:
 
 @dataclass
 class ScoreInput:
-    """The dataset side of scoring: one entry per dataset row, as equally long string arrays."""
+    """The dataset side of scoring: one entry per dataset row, as equally long string arrays.
+
+    Treat the arrays as read-only: the integer codes of each split are cached on first use.
+    """
 
     question_id: np.ndarray
     prompt_id: np.ndarray
