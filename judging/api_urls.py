@@ -1,3 +1,18 @@
-from django.urls import path  # noqa: F401
+"""Judging routes of the REST API (mounted under /api/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from .api import views
+
+_VERSION = "projects/<slug:slug>/versions/<int:number>/"
+
+urlpatterns = [
+    path(f"{_VERSION}predictions/", views.predictions_submit, name="api-predictions-submit"),
+    path(f"{_VERSION}scorecards/", views.scorecards_list, name="api-scorecards"),
+    # The split comes first so that a judge name may hold a slash (organisation/model).
+    path(
+        f"{_VERSION}scorecards/<str:split>/<path:judge>/",
+        views.scorecard_detail,
+        name="api-scorecard",
+    ),
+]

@@ -1,0 +1,155 @@
+"""REST endpoints: submit a judge's predictions for a dataset version, read its scorecards."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.decorators import api_view, parser_classes
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from aggregation.models import DatasetVersion
+from annotation.models import ApiToken
+from annotation.permissions import is_lead
+from annotation.selectors import project_get
+
+from .. import selectors, services
+from ..models import JudgeRun, Scorecard
+from ..views import project_visible
+from .serializers import (
+    PredictionsSubmitSerializer,
+    ScorecardDetailSerializer,
+    ScorecardSerializer,
+    UploadErrorSerializer,
+    UploadResultSerializer,
+)
+
+PREDICTIONS_SCOPE = "predictions"
+
+
+def _version(request: Request, slug: str, number: int) -> DatasetVersion:
+    project = project_get(slug=slug)
+    if not project_visible(request.user, project):
+        raise PermissionDenied("You are not a member of this project.")
+    return selectors.version_get(project=project, number=number)
+
+
+def token_scopes(token: ApiToken) -> set[str]:
+    """A token's scopes (the field may list several, separated by spaces or commas)."""
+    return {s for s in re.split(r"[\s,]+", token.scope or "") if s}
+
+
+def _check_may_submit(request: Request) -> None:
+    """A token needs the ``predictions`` scope; a browser session needs the lead role."""
+    if isinstance(request.auth, ApiToken):
+        if PREDICTIONS_SCOPE not in token_scopes(request.auth):
+            raise PermissionDenied(
+                "This API token is read-only; submitting predictions needs a token with the "
+                f"'{PREDICTIONS_SCOPE}' scope."
+            )
+    elif not is_lead(request.user):
+        raise PermissionDenied("Only the project lead submits predictions.")
+
+
+def _as_file(items: list[dict[str, Any]]) -> io.BytesIO:
+    # The list goes through the same reader as an uploaded file: item n is line n.
+    data = io.BytesIO("\n".join(json.dumps(item) for item in items).encode())
+    data.name = "predictions.jsonl"
+    return data
+
+
+@extend_schema(
+    operation_id="predictions_submit",
+    summary="Submit a judge's predictions for a dataset version",
+    description=(
+        "Stores the predictions as one run of the judge (or several, when the lines carry a "
+        "`run`), then recomputes the judge's scorecards (all runs majority-voted). JSON body "
+        "with a `predictions` list, or a multipart upload with a `file`. All or nothing: a bad "
+        "line refuses the whole submission, naming the line and the field. Needs an API token "
+        "with the `predictions` scope, or a lead's session."
+    ),
+    request={
+        "application/json": PredictionsSubmitSerializer,
+        "multipart/form-data": PredictionsSubmitSerializer,
+    },
+    responses={
+        201: UploadResultSerializer,
+        400: OpenApiResponse(UploadErrorSerializer, description="A bad line or parameter."),
+        401: OpenApiResponse(description="No or unknown credentials."),
+        403: OpenApiResponse(description="Read-only token, or not the lead."),
+    },
+    tags=["judging"],
+)
+@api_view(["POST"])
+@parser_classes([JSONParser, MultiPartParser, FormParser])
+def predictions_submit(request: Request, slug: str, number: int) -> Response:
+    _check_may_submit(request)
+    version = _version(request, slug, number)
+    serializer = PredictionsSubmitSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    data = serializer.validated_data
+    upload = data.get("file") or _as_file(data["predictions"])
+    try:
+        result = services.judge_run_upload(
+            version=version,
+            judge=data.get("judge") or "",
+            file=upload,
+            run_index=data.get("run_index"),
+            by=request.user,
+            lenient=data["lenient"],
+            split=data.get("split") or None,
+            template_hash=data.get("template_hash") or "",
+            source=JudgeRun.Source.API,
+        )
+    except services.UploadRejected as exc:
+        body = {"detail": exc.message, "errors": [exc.as_dict()]}
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    body = UploadResultSerializer(
+        {"runs": result.runs, "scorecards": result.scorecards, "warnings": result.warnings},
+        context={"request": request},
+    ).data
+    return Response(body, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    operation_id="scorecards_list",
+    summary="The scorecards of a dataset version",
+    description="One entry per judge and split, best PAcc first; filter with `split` / `judge`.",
+    parameters=[
+        OpenApiParameter("split", OpenApiTypes.STR, enum=["open_ended", "reasoning"]),
+        OpenApiParameter("judge", OpenApiTypes.STR),
+    ],
+    responses={200: ScorecardSerializer(many=True)},
+    tags=["judging"],
+)
+@api_view(["GET"])
+def scorecards_list(request: Request, slug: str, number: int) -> Response:
+    version = _version(request, slug, number)
+    cards = Scorecard.objects.filter(version=version).select_related("version__project")
+    if request.query_params.get("split"):
+        cards = cards.filter(split=request.query_params["split"])
+    if request.query_params.get("judge"):
+        cards = cards.filter(judge=request.query_params["judge"])
+    cards = cards.order_by("split", "-pacc", "judge")
+    return Response(ScorecardSerializer(cards, many=True, context={"request": request}).data)
+
+
+@extend_schema(
+    operation_id="scorecard_detail",
+    summary="One judge's scorecard on one split, with every figure, count and CI",
+    responses={200: ScorecardDetailSerializer, 404: OpenApiResponse(description="No such card.")},
+    tags=["judging"],
+)
+@api_view(["GET"])
+def scorecard_detail(request: Request, slug: str, number: int, split: str, judge: str) -> Response:
+    version = _version(request, slug, number)
+    card = selectors.scorecard_get(version=version, judge=judge, split=split)
+    return Response(ScorecardDetailSerializer(card, context={"request": request}).data)

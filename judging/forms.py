@@ -1,0 +1,59 @@
+"""The predictions upload form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+
+ALLOWED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
+
+
+class PredictionsUploadForm(forms.Form):
+    judge = forms.CharField(
+        max_length=200,
+        help_text="The model's name as it should appear on the leaderboard, e.g. gpt-4o.",
+    )
+    run_index = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=999,
+        label="Run index",
+        help_text="Leave empty for the judge's next run; runs of one judge are majority-voted.",
+    )
+    template_hash = forms.CharField(
+        required=False,
+        max_length=64,
+        label="Prompt template hash",
+        help_text="Optional: identifies the judge prompt the predictions were made with.",
+    )
+    file = forms.FileField(
+        label="Predictions file",
+        help_text=(
+            "JSONL or CSV: question_id + prediction, or prompt_id + criterion + prediction, "
+            "or the raw judge text in output."
+        ),
+    )
+    lenient = forms.BooleanField(
+        required=False,
+        label="Lenient",
+        help_text="Skip unknown ids, duplicates and rows of another split (counted as warnings) "
+        "instead of refusing the file.",
+    )
+
+    def clean_judge(self) -> str:
+        judge = self.cleaned_data["judge"].strip()
+        if not judge:
+            raise forms.ValidationError("Give the judge a name.")
+        return judge
+
+    def clean_template_hash(self) -> str:
+        return self.cleaned_data["template_hash"].strip()
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if Path(upload.name).suffix.lower() not in ALLOWED_SUFFIXES:
+            raise forms.ValidationError(
+                f"Expected a .jsonl or .csv file, got {Path(upload.name).name!r}."
+            )
+        return upload

@@ -1,0 +1,267 @@
+"""Reads of the leaderboard and scorecard pages and the scorecard API."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Max
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from aggregation.models import DatasetRow, DatasetVersion
+from annotation.models import Criterion, Project, Split
+
+from .metrics import SPLIT_ORDER, criteria_in_order
+from .models import JudgeRun, Scorecard
+
+HEADLINE = (
+    ("pacc", "PAcc", "Pluralistic adherence accuracy: prompts with every criterion right"),
+    ("cmr", "CMR", "Conflict matching rate: conflicting pairs with both criteria right"),
+    ("tos", "TOS", "Trade-off sensitivity: conflict prompts with opposite valid verdicts"),
+    ("avg", "Avg", "Mean of the per-criterion accuracies"),
+)
+DEFAULT_SORT = "-pacc"
+
+
+def version_get(*, project: Project, number: int, ready: bool = True) -> DatasetVersion:
+    """The project's version by number (404 if missing, or not ready when ``ready``)."""
+    qs = DatasetVersion.objects.select_related("project").filter(project=project)
+    if ready:
+        qs = qs.filter(status=DatasetVersion.Status.READY)
+    return get_object_or_404(qs, number=number)
+
+
+def versions_ready(*, project: Project) -> list[DatasetVersion]:
+    return list(
+        DatasetVersion.objects.filter(project=project, status=DatasetVersion.Status.READY).order_by(
+            "-number"
+        )
+    )
+
+
+def version_splits(*, version: DatasetVersion) -> list[str]:
+    """The splits the version has rows in, in the protocol's order."""
+    present = set(
+        DatasetRow.objects.filter(version=version).values_list("split", flat=True).distinct()
+    )
+    return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
+
+
+def split_label(split: str) -> str:
+    return dict(Split.choices).get(split, split)
+
+
+def _short_name(name: str) -> str:
+    # Column headers use the first part of a criterion's name, as the paper's tables do.
+    return re.split(r"\s+(?:&|/|\(|-)\s*", name, maxsplit=1)[0].strip() or name
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # sort key: pacc | cmr | tos | avg | c:<criterion key>
+    label: str
+    title: str
+    criterion: str = ""
+
+
+def criterion_columns(*, version: DatasetVersion, split: str) -> list[Column]:
+    """One column per criterion of the split's rows, in the paper's order."""
+    keys = list(
+        DatasetRow.objects.filter(version=version, split=split)
+        .values_list("criterion", flat=True)
+        .distinct()
+    )
+    names = dict(
+        Criterion.objects.filter(project_id=version.project_id, split=split).values_list(
+            "key", "name"
+        )
+    )
+    return [
+        Column(
+            key=f"c:{key}",
+            label=_short_name(names.get(key, key)),
+            title=names.get(key, key),
+            criterion=key,
+        )
+        for key in criteria_in_order(split, keys)
+    ]
+
+
+def headline_columns() -> list[Column]:
+    return [Column(key=k, label=label, title=title) for k, label, title in HEADLINE]
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    ci: list[float] | None = None
+    detail: str = ""  # the counts behind the figure, e.g. "98 / 299 prompts"
+
+
+@dataclass
+class LeaderboardRow:
+    scorecard: Scorecard
+    cells: list[Cell]
+    runs: int
+    last_run_at: datetime | None
+    invalid: int
+
+    @property
+    def judge(self) -> str:
+        return self.scorecard.judge
+
+
+def headline_cells(figures: dict[str, Any]) -> list[Cell]:
+    """PAcc, CMR, TOS, Avg of a scorecard's figures, with the counts behind each."""
+    pacc, cmr, tos, avg = (figures.get(k) or {} for k in ("pacc", "cmr", "tos", "avg"))
+    return [
+        Cell(
+            pacc.get("value"),
+            pacc.get("ci"),
+            f"{pacc.get('correct_prompts', 0)} / {pacc.get('prompts', 0)} prompts",
+        ),
+        Cell(
+            cmr.get("value"),
+            cmr.get("ci"),
+            f"{cmr.get('matched_pairs', 0)} / {cmr.get('conflict_pairs', 0)} conflicting pairs",
+        ),
+        Cell(
+            tos.get("value"),
+            tos.get("ci"),
+            f"{tos.get('sensitive_prompts', 0)} / {tos.get('conflict_prompts', 0)} "
+            "conflict prompts",
+        ),
+        Cell(avg.get("value"), avg.get("ci"), f"mean of {avg.get('criteria', 0)} criteria"),
+    ]
+
+
+def criterion_cells(figures: dict[str, Any], columns: list[Column]) -> list[Cell]:
+    per = figures.get("per_criterion") or {}
+    cells = []
+    for column in columns:
+        entry = per.get(column.criterion) or {}
+        cells.append(
+            Cell(
+                entry.get("acc"),
+                entry.get("ci"),
+                f"{entry.get('correct', 0)} / {entry.get('n', 0)} rows" if entry else "",
+            )
+        )
+    return cells
+
+
+def _sort_value(row: LeaderboardRow, key: str, columns: list[Column]) -> Any:
+    if key == "judge":
+        return row.judge.lower()
+    if key == "runs":
+        return row.runs
+    if key == "date":
+        return row.last_run_at.timestamp() if row.last_run_at else None
+    if key == "overall":
+        return (row.scorecard.figures.get("overall") or {}).get("value")
+    for i, column in enumerate(columns):
+        if column.key == key:
+            return row.cells[i].value
+    raise KeyError(key)
+
+
+SORT_KEYS = {"judge", "runs", "date", "overall"}
+
+
+def sort_parse(value: str | None, columns: list[Column]) -> tuple[str, bool]:
+    """``?sort=`` as (key, descending); ``-pacc`` is PAcc best first. Unknown keys fall back."""
+    raw = (value or DEFAULT_SORT).strip()
+    descending = raw.startswith("-")
+    key = raw.lstrip("-")
+    if key not in SORT_KEYS and key not in {c.key for c in columns}:
+        return DEFAULT_SORT.lstrip("-"), True
+    return key, descending
+
+
+def leaderboard_rows(
+    *, version: DatasetVersion, split: str, sort: str | None = None
+) -> tuple[list[LeaderboardRow], list[Column], tuple[str, bool]]:
+    """Every judge's scorecard on one split, as table rows sorted by ``sort``.
+
+    Returns (rows, columns, (sort key, descending)). Undefined figures (n/a) sort last in both
+    directions; ties keep the judges' alphabetical order. Ranks follow PAcc, the paper's lead
+    metric, whatever the display order.
+    """
+    columns = headline_columns() + criterion_columns(version=version, split=split)
+    crit_columns = [c for c in columns if c.criterion]
+    runs = {
+        r["judge"]: r
+        for r in JudgeRun.objects.filter(version=version)
+        .values("judge")
+        .annotate(n=Count("id"), last=Max("created_at"))
+    }
+    rows = []
+    for card in Scorecard.objects.filter(version=version, split=split).order_by("judge"):
+        info = runs.get(card.judge, {})
+        rows.append(
+            LeaderboardRow(
+                scorecard=card,
+                cells=headline_cells(card.figures) + criterion_cells(card.figures, crit_columns),
+                runs=card.runs,
+                last_run_at=info.get("last"),
+                invalid=int((card.figures.get("counts") or {}).get("invalid", 0))
+                + int((card.figures.get("counts") or {}).get("missing", 0)),
+            )
+        )
+    key, descending = sort_parse(sort, columns)
+    defined = [r for r in rows if _sort_value(r, key, columns) is not None]
+    undefined = [r for r in rows if _sort_value(r, key, columns) is None]
+    defined.sort(key=lambda r: _sort_value(r, key, columns), reverse=descending)
+    return defined + undefined, columns, (key, descending)
+
+
+def scorecard_get(*, version: DatasetVersion, judge: str, split: str) -> Scorecard:
+    card = Scorecard.objects.filter(version=version, judge=judge, split=split).first()
+    if card is None:
+        raise Http404(f"No scorecard for judge {judge!r} on this split.")
+    return card
+
+
+def judge_splits(*, version: DatasetVersion, judge: str) -> list[str]:
+    present = set(
+        Scorecard.objects.filter(version=version, judge=judge).values_list("split", flat=True)
+    )
+    return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
+
+
+def judge_runs(*, version: DatasetVersion, judge: str) -> list[JudgeRun]:
+    return list(
+        JudgeRun.objects.filter(version=version, judge=judge)
+        .select_related("created_by")
+        .order_by("run_index")
+    )
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    judge: str
+    runs: int
+    last_run_at: datetime | None
+    splits: list[str]
+
+
+def judges_on_version(*, version: DatasetVersion) -> list[JudgeSummary]:
+    """The judges with runs on the version: run count, latest upload, splits scored."""
+    splits: dict[str, list[str]] = {}
+    for judge, split in Scorecard.objects.filter(version=version).values_list("judge", "split"):
+        splits.setdefault(judge, []).append(split)
+    return [
+        JudgeSummary(
+            judge=r["judge"],
+            runs=r["n"],
+            last_run_at=r["last"],
+            splits=[s for s in SPLIT_ORDER if s in splits.get(r["judge"], [])],
+        )
+        for r in JudgeRun.objects.filter(version=version)
+        .values("judge")
+        .annotate(n=Count("id"), last=Max("created_at"))
+        .order_by("judge")
+    ]

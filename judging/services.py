@@ -1,0 +1,390 @@
+"""Storing a judge's predictions on a dataset version and computing its scorecards.
+
+An upload is all or nothing: the file is read and checked against the version's rows first
+(``judging.predictions.read_predictions``: a bad line raises an error naming the line and the
+field), then its runs and every prediction are written, and the judge's scorecards recomputed, in
+one transaction. The version row is locked for that transaction, so two uploads of one version
+never pick the same run index.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from aggregation.models import DatasetVersion
+from annotation.models import Job
+from annotation.services.jobs import job_create, job_enqueue
+
+from .datasets import rows_from_version
+from .errors import InputFileError
+from .metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput, majority_vote, score_split
+from .models import JudgeRun, Prediction, Scorecard
+from .predictions import DatasetIndex, read_predictions
+
+Progress = Callable[..., None]
+
+#: How the runs of one judge combine (mirrors judging.metrics.majority_vote).
+VOTE_RULE = (
+    "Per row, invalid and missing runs abstain; more than half abstaining, or a tie between "
+    "model_a and model_b votes, gives invalid."
+)
+_BATCH = 5000
+_JUDGE_MAX = JudgeRun._meta.get_field("judge").max_length
+_HASH_MAX = JudgeRun._meta.get_field("template_hash").max_length
+_RUN_MAX = 32767
+
+
+class UploadRejected(ValueError):
+    """An upload refused before anything was stored.
+
+    ``field`` names the form or API field at fault (``file`` for a bad line of the file, then
+    ``line`` and ``file_field`` say where in the file).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        line: int | None = None,
+        file_field: str | None = None,
+        detail: str | None = None,
+    ):
+        self.message = message
+        self.field = field
+        self.line = line
+        self.file_field = file_field
+        self.detail = detail or message
+        super().__init__(message)
+
+    @classmethod
+    def from_file_error(cls, exc: InputFileError) -> UploadRejected:
+        return cls(str(exc), field="file", line=exc.line, file_field=exc.field, detail=exc.message)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The error as the page and the API list it: line, field, message."""
+        return {"line": self.line, "field": self.file_field or self.field, "message": self.detail}
+
+
+@dataclass
+class UploadResult:
+    """What one upload stored: its runs (a file with a ``run`` column holds several)."""
+
+    runs: list[JudgeRun]
+    scorecards: list[Scorecard]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def run(self) -> JudgeRun:
+        return self.runs[0]
+
+    def summary(self) -> str:
+        indexes = ", ".join(str(r.run_index) for r in self.runs)
+        rows = sum(r.stats.get("accepted", 0) for r in self.runs)
+        unparsable = sum(r.stats.get("unparsable", 0) for r in self.runs)
+        text = f"Stored run {indexes} of {self.runs[0].judge}: {rows} predictions"
+        if unparsable:
+            text += f", {unparsable} unparsable (counted as invalid)"
+        return text + "."
+
+
+def _clean_judge(judge: str | None) -> str:
+    judge = (judge or "").strip()
+    if len(judge) > _JUDGE_MAX:
+        raise UploadRejected(f"at most {_JUDGE_MAX} characters", field="judge")
+    return judge
+
+
+def _check_version(version: DatasetVersion) -> None:
+    if version.status != DatasetVersion.Status.READY:
+        raise UploadRejected(
+            f"version {version.number} is {version.get_status_display().lower()}; "
+            "predictions need a ready version",
+            field="version",
+        )
+
+
+def run_index_check(*, version: DatasetVersion, judge: str, run_index: int | None) -> None:
+    """Refuse a run index the judge already uses on the version (a cheap check before a job)."""
+    if run_index is None or not judge:
+        return
+    if not 1 <= run_index <= _RUN_MAX:
+        raise UploadRejected(f"must be between 1 and {_RUN_MAX}", field="run_index")
+    if JudgeRun.objects.filter(version=version, judge=judge, run_index=run_index).exists():
+        raise UploadRejected(
+            f"{judge} already has run {run_index} on version {version.number}; "
+            "leave the run index empty for the next one",
+            field="run_index",
+        )
+
+
+def _indexes_for(
+    *, version: DatasetVersion, judge: str, file_runs: list[int], run_index: int | None
+) -> list[int]:
+    """Run indexes for the file's runs: the one given, or the judge's next free ones."""
+    if run_index is not None:
+        if len(file_runs) > 1:
+            listed = ", ".join(str(r) for r in file_runs)
+            raise UploadRejected(
+                f"the file holds runs {listed}; leave the run index empty to store them all",
+                field="run_index",
+            )
+        run_index_check(version=version, judge=judge, run_index=run_index)
+        return [run_index]
+    used = JudgeRun.objects.filter(version=version, judge=judge).aggregate(m=Max("run_index"))
+    start = (used["m"] or 0) + 1
+    if start + len(file_runs) - 1 > _RUN_MAX:
+        raise UploadRejected("the judge has too many runs on this version", field="run_index")
+    return list(range(start, start + len(file_runs)))
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def judge_run_upload(
+    *,
+    version: DatasetVersion,
+    judge: str | None,
+    file: str | Path | IO,
+    run_index: int | None = None,
+    by: Any,
+    lenient: bool = False,
+    split: str | None = None,
+    template_hash: str = "",
+    source: str = JudgeRun.Source.UPLOAD,
+    job: Job | None = None,
+    progress: Progress | None = None,
+) -> UploadResult:
+    """Store a predictions file as runs of ``judge`` and recompute the judge's scorecards.
+
+    ``judge`` may be empty when the file names it (a ``judge`` column). ``split`` limits the
+    upload to one split (lines of the other split are errors, or skipped when ``lenient``).
+    Raises UploadRejected (with the line and field of a bad line); then nothing is stored.
+    """
+    progress = progress or _noop
+    _check_version(version)
+    judge = _clean_judge(judge)
+    template_hash = (template_hash or "").strip()
+    if len(template_hash) > _HASH_MAX:
+        raise UploadRejected(f"at most {_HASH_MAX} characters", field="template_hash")
+    run_index_check(version=version, judge=judge, run_index=run_index)
+
+    rows = rows_from_version(version)
+    progress(0, len(rows), "Reading predictions")
+    try:
+        parsed = read_predictions(
+            file,
+            dataset_index=DatasetIndex(rows),
+            lenient=lenient,
+            split=split,
+            progress=lambda done, total=None: progress(0, None, f"Read {done} lines"),
+        )
+    except InputFileError as exc:
+        raise UploadRejected.from_file_error(exc) from None
+    if parsed.judge and judge and parsed.judge != judge:
+        raise UploadRejected(
+            f"the file's judge column says {parsed.judge!r}, not {judge!r}", field="judge"
+        )
+    judge = judge or parsed.judge or ""
+    if not judge:
+        raise UploadRejected("name the judge (the file has no judge column)", field="judge")
+    judge = _clean_judge(judge)
+
+    with transaction.atomic():
+        DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
+        file_runs = parsed.run_indices
+        indexes = _indexes_for(
+            version=version, judge=judge, file_runs=file_runs, run_index=run_index
+        )
+        qids = rows.question_id.tolist()
+        total = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
+        stored = 0
+        runs = []
+        for file_run, index in zip(file_runs, indexes, strict=True):
+            stats = parsed.stats(file_run)
+            stats.update({"file_run": file_run, "split": split, "lenient": lenient})
+            run = JudgeRun.objects.create(
+                version=version,
+                judge=judge,
+                run_index=index,
+                template_hash=template_hash,
+                source=source,
+                stats=stats,
+                job=job,
+                created_by=by if getattr(by, "is_authenticated", False) else None,
+            )
+            runs.append(run)
+            labels = parsed.runs[file_run]
+            raw = parsed.raw_outputs.get(file_run, {})
+            batch: list[Prediction] = []
+            for pos in np.flatnonzero(np.not_equal(labels, None)).tolist():
+                batch.append(
+                    Prediction(
+                        run=run,
+                        question_id=qids[pos],
+                        prediction=labels[pos],
+                        raw_output=raw.get(pos, ""),
+                    )
+                )
+                if len(batch) >= _BATCH:
+                    Prediction.objects.bulk_create(batch)
+                    stored += len(batch)
+                    batch = []
+                    progress(stored, total + 1, f"Stored {stored} predictions")
+            Prediction.objects.bulk_create(batch)
+            stored += len(batch)
+        progress(stored, total + 1, "Scoring")
+        scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
+    progress(total + 1, total + 1, "Scored")
+    return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
+
+
+def _run_arrays(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
+    """Each run's labels aligned to the rows (None = missing), from the stored predictions."""
+    index = rows.index()
+    arrays = {run.pk: np.full(len(rows), None, dtype=object) for run in runs}
+    stored = Prediction.objects.filter(run__in=runs).values_list(
+        "run_id", "question_id", "prediction"
+    )
+    for run_id, qid, label in stored.iterator(chunk_size=20000):
+        pos = index.get(qid)
+        if pos is not None:
+            arrays[run_id][pos] = label if label in (MODEL_A, MODEL_B) else INVALID_LABEL
+    return [arrays[run.pk] for run in runs]
+
+
+def _headline(figures: dict[str, Any]) -> dict[str, float | None]:
+    return {k: (figures.get(k) or {}).get("value") for k in ("pacc", "cmr", "tos", "avg")}
+
+
+@transaction.atomic
+def scorecard_compute(
+    *, version: DatasetVersion, judge: str, rows: ScoreInput | None = None
+) -> list[Scorecard]:
+    """Score every split the judge's runs cover, all runs majority-voted, and store the cards.
+
+    A run covers a split when it has at least one prediction there. A split no run covers loses
+    its scorecard. ``rows`` may pass the version's rows already loaded.
+    """
+    rows = rows if rows is not None else rows_from_version(version)
+    runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
+    arrays = _run_arrays(runs, rows)
+    now = timezone.now()
+    cards = []
+    kept_splits = []
+    for split in rows.splits:
+        mask = rows.split == split
+        covered = [
+            (run, array)
+            for run, array in zip(runs, arrays, strict=True)
+            if np.not_equal(array[mask], None).any()
+        ]
+        if not covered:
+            continue
+        kept_splits.append(split)
+        # Per-run figures are shown without CIs; only the voted scorecard is bootstrapped.
+        per_run = [score_split(rows, array, split=split, n_boot=0) for _, array in covered]
+        if len(covered) == 1:
+            figures = score_split(rows, covered[0][1], split=split)
+        else:
+            voted = majority_vote([array for _, array in covered])
+            figures = score_split(rows, voted, split=split)
+        hashes = sorted({run.template_hash for run, _ in covered if run.template_hash})
+        figures["vote"] = {"n_runs": len(covered), "rule": VOTE_RULE}
+        figures["runs"] = [
+            {
+                "run_id": run.pk,
+                "run_index": run.run_index,
+                "created_at": run.created_at.isoformat(),
+                "template_hash": run.template_hash,
+                "source": run.source,
+                "overall": (fig.get("overall") or {}).get("value"),
+                **_headline(fig),
+                "invalid": fig["counts"]["invalid"],
+                "missing": fig["counts"]["missing"],
+            }
+            for (run, _), fig in zip(covered, per_run, strict=True)
+        ]
+        figures["template_hashes"] = hashes
+        figures["computed_at"] = now.isoformat()
+        latest_hash = next(
+            (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
+        )
+        card, _ = Scorecard.objects.update_or_create(
+            version=version,
+            judge=judge,
+            split=split,
+            defaults={
+                "runs": len(covered),
+                "template_hash": latest_hash,
+                "figures": figures,
+                **_headline(figures),
+            },
+        )
+        cards.append(card)
+    Scorecard.objects.filter(version=version, judge=judge).exclude(split__in=kept_splits).delete()
+    return cards
+
+
+@transaction.atomic
+def judge_run_delete(*, run: JudgeRun, by: Any) -> list[Scorecard]:
+    """Delete one run and its predictions and rescore the judge on the remaining runs."""
+    DatasetVersion.objects.select_for_update().filter(pk=run.version_id).first()
+    version, judge = run.version, run.judge
+    run.delete()
+    return scorecard_compute(version=version, judge=judge)
+
+
+def _upload_path(version: DatasetVersion, name: str) -> str:
+    safe = Path(name).name.replace(" ", "_")[-80:] or "predictions.jsonl"
+    return f"judging/uploads/v{version.pk}/{uuid.uuid4().hex}-{safe}"
+
+
+def predictions_upload_enqueue(
+    *,
+    version: DatasetVersion,
+    judge: str,
+    file: IO,
+    by: Any,
+    run_index: int | None = None,
+    template_hash: str = "",
+    lenient: bool = False,
+    split: str | None = None,
+) -> Job:
+    """Keep the uploaded file and queue the job that stores and scores it."""
+    from .tasks_scoring import predictions_score
+
+    _check_version(version)
+    judge = _clean_judge(judge)
+    run_index_check(version=version, judge=judge, run_index=run_index)
+    path = default_storage.save(_upload_path(version, getattr(file, "name", "")), file)
+    with transaction.atomic():
+        job = job_create(
+            kind=Job.Kind.SCORE_JUDGE,
+            project=version.project,
+            created_by=by,
+            params={
+                "version_id": version.pk,
+                "judge": judge,
+                "run_index": run_index,
+                "template_hash": template_hash,
+                "lenient": lenient,
+                "split": split,
+                "path": path,
+                "filename": Path(getattr(file, "name", "") or path).name,
+            },
+            message=f"Queued: predictions of {judge or 'a judge'} on v{version.number}",
+        )
+        job_enqueue(job, predictions_score)
+    return job

@@ -1,0 +1,281 @@
+"""The leaderboard, the scorecard page and the predictions upload."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods, require_POST
+
+from aggregation.models import DatasetVersion
+from annotation.models import Job, Project
+from annotation.permissions import is_lead
+from annotation.selectors import project_get
+
+from . import selectors, services
+from .charts import Bar, bar_chart_svg
+from .forms import PredictionsUploadForm
+from .models import JudgeRun
+from .selectors import Cell, Column
+
+
+def project_visible(user: Any, project: Project) -> bool:
+    """Leads see every project; annotators the projects they are active members of."""
+    return is_lead(user) or project.members.filter(user=user, is_active=True).exists()
+
+
+def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> DatasetVersion:
+    project = project_get(slug=slug)
+    if not project_visible(request.user, project):
+        raise PermissionDenied("You are not a member of this project.")
+    return selectors.version_get(project=project, number=number)
+
+
+def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
+    wanted = request.GET.get("split")
+    if wanted in splits:
+        return wanted
+    return splits[0] if splits else None
+
+
+def _headers(
+    base: str, split: str | None, columns: list[Column], current: tuple[str, bool]
+) -> dict[str, Any]:
+    """Sortable headers: label, tooltip, the link a click follows and the aria-sort state.
+
+    A first click sorts a figure best first (descending) and the judge name A-Z; a second
+    click on the same header reverses it.
+    """
+    key_now, desc_now = current
+
+    def header(key: str, label: str, title: str = "") -> dict[str, str]:
+        if key == key_now:
+            next_desc = not desc_now
+            state = "descending" if desc_now else "ascending"
+            arrow = "▼" if desc_now else "▲"
+        else:
+            next_desc = key != "judge"
+            state, arrow = "none", ""
+        query = {"sort": ("-" if next_desc else "") + key}
+        if split:
+            query = {"split": split, **query}
+        return {
+            "key": key,
+            "label": label,
+            "title": title,
+            "href": f"{base}?{urlencode(query)}",
+            "aria": state,
+            "arrow": arrow,
+        }
+
+    return {
+        "judge": header("judge", "Judge"),
+        "columns": [header(c.key, c.label, c.title) for c in columns],
+        "runs": header("runs", "Voted"),
+        "date": header("date", "Last run"),
+    }
+
+
+def _best_by_column(rows: list[selectors.LeaderboardRow], n: int) -> list[float | None]:
+    best: list[float | None] = []
+    for i in range(n):
+        values = [r.cells[i].value for r in rows if r.cells[i].value is not None]
+        best.append(max(values) if len(values) > 1 else None)
+    return best
+
+
+@login_required
+def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    version = _get_version_for_user(request, slug, number)
+    splits = selectors.version_splits(version=version)
+    split = _pick_split(request, splits)
+    rows: list[selectors.LeaderboardRow] = []
+    columns: list[Column] = []
+    sort = ("pacc", True)
+    if split:
+        rows, columns, sort = selectors.leaderboard_rows(
+            version=version, split=split, sort=request.GET.get("sort")
+        )
+    best = _best_by_column(rows, len(columns))
+    base = reverse("leaderboard", args=[slug, number])
+    table = [
+        {
+            "row": row,
+            "cells": [
+                {"cell": cell, "best": best[i] is not None and cell.value == best[i]}
+                for i, cell in enumerate(row.cells)
+            ],
+        }
+        for row in rows
+    ]
+    context = {
+        "project": version.project,
+        "version": version,
+        "versions": selectors.versions_ready(project=version.project),
+        "splits": [(s, selectors.split_label(s)) for s in splits],
+        "split": split,
+        "split_label": selectors.split_label(split) if split else "",
+        "columns": columns,
+        "n_headline": len(selectors.HEADLINE),
+        "table": table,
+        "sort_key": sort[0],
+        "sort_desc": sort[1],
+        "headers": _headers(base, split, columns, sort),
+        "n_criteria": len(columns) - len(selectors.HEADLINE),
+        "can_upload": is_lead(request.user),
+    }
+    template = "judging/leaderboard.html#board" if request.htmx else "judging/leaderboard.html"
+    return render(request, template, context)
+
+
+def _criterion_chart(columns: list[Column], cells: list[Cell], judge: str) -> str:
+    bars = [
+        Bar(label=c.title, value=cell.value, ci=cell.ci, note=cell.detail.replace(" rows", ""))
+        for c, cell in zip(columns, cells, strict=True)
+    ]
+    return bar_chart_svg(
+        bars,
+        title=f"Per-criterion accuracy of {judge}",
+        reference=50.0,
+        reference_label="chance",
+    )
+
+
+def _share_chart(diagnostics: dict[str, Any]) -> str:
+    bars = [
+        Bar(label="Judge predicts A", value=diagnostics.get("pred_a_share")),
+        Bar(label="Humans prefer A", value=diagnostics.get("human_a_share")),
+    ]
+    return bar_chart_svg(
+        bars, title="Share of A verdicts", reference=50.0, reference_label="50%", row_height=30
+    )
+
+
+@login_required
+def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpResponse:
+    version = _get_version_for_user(request, slug, number)
+    splits = selectors.judge_splits(version=version, judge=judge)
+    split = _pick_split(request, splits)
+    card = selectors.scorecard_get(version=version, judge=judge, split=split or "")
+    figures = card.figures
+    columns = selectors.criterion_columns(version=version, split=split)
+    crit_cells = selectors.criterion_cells(figures, columns)
+    headline = list(
+        zip(selectors.headline_columns(), selectors.headline_cells(figures), strict=True)
+    )
+    diagnostics = figures.get("diagnostics") or {}
+    per = figures.get("per_criterion") or {}
+    context = {
+        "project": version.project,
+        "version": version,
+        "judge": judge,
+        "card": card,
+        "figures": figures,
+        "splits": [(s, selectors.split_label(s)) for s in splits],
+        "split": split,
+        "split_label": selectors.split_label(split),
+        "headline": headline,
+        "overall": figures.get("overall") or {},
+        "criteria": [
+            {
+                "column": column,
+                "cell": cell,
+                "correct": per.get(column.criterion, {}).get("correct", 0),
+                "n": per.get(column.criterion, {}).get("n", 0),
+            }
+            for column, cell in zip(columns, crit_cells, strict=True)
+        ],
+        "criterion_chart": mark_safe(_criterion_chart(columns, crit_cells, judge)),
+        "share_chart": mark_safe(_share_chart(diagnostics)),
+        "diagnostics": diagnostics,
+        "counts": figures.get("counts") or {},
+        "run_figures": figures.get("runs") or [],
+        "runs": selectors.judge_runs(version=version, judge=judge),
+        "can_upload": is_lead(request.user),
+    }
+    return render(request, "judging/scorecard.html", context)
+
+
+def _upload_context(version: DatasetVersion, form: PredictionsUploadForm, job: Job | None):
+    return {
+        "project": version.project,
+        "version": version,
+        "form": form,
+        "job": job,
+        "judges": selectors.judges_on_version(version=version),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    if not is_lead(request.user):
+        raise PermissionDenied("Only the project lead uploads judge predictions.")
+    version = _get_version_for_user(request, slug, number)
+    job = None
+    if request.method == "POST":
+        form = PredictionsUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                job = services.predictions_upload_enqueue(
+                    version=version,
+                    judge=form.cleaned_data["judge"],
+                    run_index=form.cleaned_data["run_index"],
+                    template_hash=form.cleaned_data["template_hash"],
+                    lenient=form.cleaned_data["lenient"],
+                    file=form.cleaned_data["file"],
+                    by=request.user,
+                )
+            except services.UploadRejected as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                if request.htmx:
+                    context = _upload_context(version, PredictionsUploadForm(), job)
+                    return render(request, "judging/upload.html#upload-panel", context)
+                url = reverse("predictions-upload", args=[slug, number])
+                return redirect(f"{url}?job={job.pk}")
+        if request.htmx:
+            context = _upload_context(version, form, None)
+            return render(request, "judging/upload.html#upload-panel", context)
+    else:
+        form = PredictionsUploadForm()
+        job_id = request.GET.get("job", "")
+        if job_id.isdigit():
+            job = Job.objects.filter(
+                pk=int(job_id), kind=Job.Kind.SCORE_JUDGE, project=version.project
+            ).first()
+    return render(request, "judging/upload.html", _upload_context(version, form, job))
+
+
+@login_required
+def predictions_upload_status(
+    request: HttpRequest, slug: str, number: int, job_id: int
+) -> HttpResponse:
+    """The upload's job card with the outcome (scorecard links, or every error found)."""
+    if not is_lead(request.user):
+        raise PermissionDenied("Only the project lead uploads judge predictions.")
+    version = _get_version_for_user(request, slug, number)
+    job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project)
+    return render(request, "judging/upload.html#upload-job", {"job": job, "version": version})
+
+
+@login_required
+@require_POST
+def judge_run_delete(request: HttpRequest, slug: str, number: int, run_id: int) -> HttpResponse:
+    if not is_lead(request.user):
+        raise PermissionDenied("Only the project lead deletes judge runs.")
+    version = _get_version_for_user(request, slug, number)
+    run = get_object_or_404(JudgeRun, pk=run_id, version=version)
+    judge, index = run.judge, run.run_index
+    cards = services.judge_run_delete(run=run, by=request.user)
+    messages.success(request, f"Deleted run {index} of {judge}.")
+    if cards:
+        return redirect(reverse("scorecard", args=[slug, number, judge]))
+    return redirect(reverse("leaderboard", args=[slug, number]))
