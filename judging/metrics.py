@@ -262,15 +262,18 @@ def _bootstrap_totals(stats: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     return out
 
 
-def score_split(
-    rows: ScoreInput,
-    predictions: Any,
-    *,
-    split: str,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> dict:
-    """Every figure and count of one split; ``predictions`` (labels or codes) align to ``rows``."""
+@dataclass
+class _Point:
+    """Point estimates of one split plus what the bootstrap needs to add CIs."""
+
+    result: dict
+    stats: np.ndarray  # prompts x statistics, column layout as in _fill_cis
+    n_prompts: int
+    n_crit: int
+    columns: dict[str, int]
+
+
+def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
     codes_all = encode_predictions(predictions)
     if codes_all.shape != (len(rows),):
         raise ValueError(f"predictions has shape {codes_all.shape}, expected ({len(rows)},)")
@@ -378,32 +381,73 @@ def score_split(
             "pred_a_share": _pct(pred_a_p.sum(), n_valid),
             "human_a_share": _pct(n_a.sum(), n_rows),
         },
-        "bootstrap": {
+    }
+
+    stats = np.column_stack(
+        [correct_p, rows_p, all_correct, sensitive, conflict, matched, pairs, ok_pc, n_pc]
+    )
+    return _Point(result, stats, n_prompts, n_crit, col)
+
+
+def _fill_cis(point: _Point, tot: np.ndarray) -> None:
+    """Write the percentile CIs from bootstrap column totals (replicates x statistics)."""
+    result, n_crit = point.result, point.n_crit
+    n_boot = tot.shape[0]
+    result["overall"]["ci"] = _ci(_ratio(tot[:, 0], tot[:, 1]))
+    result["pacc"]["ci"] = _ci(_ratio(tot[:, 2], np.full(n_boot, point.n_prompts)))
+    result["tos"]["ci"] = _ci(_ratio(tot[:, 3], tot[:, 4]))
+    result["cmr"]["ci"] = _ci(_ratio(tot[:, 5], tot[:, 6]))
+    crit_acc = _ratio(tot[:, 7 : 7 + n_crit], tot[:, 7 + n_crit :])
+    for key, per in result["per_criterion"].items():
+        per["ci"] = _ci(crit_acc[:, point.columns[key]])
+    # A replicate can lose every prompt of a rare criterion; nanmean skips it, as the
+    # published Avg only averages criteria that are present.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        avg_boot = np.nanmean(np.round(crit_acc, 2), axis=1)
+    result["avg"]["ci"] = _ci(avg_boot)
+
+
+def score_many(
+    rows: ScoreInput,
+    predictions: Sequence[Any],
+    *,
+    split: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[dict]:
+    """``score_split`` for several prediction arrays sharing one set of bootstrap replicates.
+
+    Each result equals ``score_split`` of that array with the same seed; drawing the prompt
+    multiplicities once for all of them is what makes scoring many runs cheap.
+    """
+    points = [_point_estimates(rows, p, split) for p in predictions]
+    n_prompts = points[0].n_prompts if points else 0
+    for point in points:
+        point.result["bootstrap"] = {
             "n_boot": int(n_boot) if n_prompts else 0,
             "seed": int(seed),
             "unit": "prompt",
-        },
-    }
-
+        }
     if n_boot > 0 and n_prompts > 0:
-        stats = np.column_stack(
-            [correct_p, rows_p, all_correct, sensitive, conflict, matched, pairs, ok_pc, n_pc]
-        )
-        tot = _bootstrap_totals(stats, n_boot, seed)
-        result["overall"]["ci"] = _ci(_ratio(tot[:, 0], tot[:, 1]))
-        result["pacc"]["ci"] = _ci(_ratio(tot[:, 2], np.full(n_boot, n_prompts)))
-        result["tos"]["ci"] = _ci(_ratio(tot[:, 3], tot[:, 4]))
-        result["cmr"]["ci"] = _ci(_ratio(tot[:, 5], tot[:, 6]))
-        crit_acc = _ratio(tot[:, 7 : 7 + n_crit], tot[:, 7 + n_crit :])
-        for key in order:
-            per_criterion[key]["ci"] = _ci(crit_acc[:, col[key]])
-        # A replicate can lose every prompt of a rare criterion; nanmean skips it, as the
-        # published Avg only averages criteria that are present.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            avg_boot = np.nanmean(np.round(crit_acc, 2), axis=1)
-        result["avg"]["ci"] = _ci(avg_boot)
-    return result
+        widths = [p.stats.shape[1] for p in points]
+        tot = _bootstrap_totals(np.hstack([p.stats for p in points]), n_boot, seed)
+        edges = np.cumsum([0, *widths])
+        for point, lo, hi in zip(points, edges[:-1], edges[1:], strict=True):
+            _fill_cis(point, tot[:, lo:hi])
+    return [p.result for p in points]
+
+
+def score_split(
+    rows: ScoreInput,
+    predictions: Any,
+    *,
+    split: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Every figure and count of one split; ``predictions`` (labels or codes) align to ``rows``."""
+    return score_many(rows, [predictions], split=split, n_boot=n_boot, seed=seed)[0]
 
 
 def score_all(rows: ScoreInput, predictions: Any, **kw: Any) -> dict[str, dict]:
@@ -415,7 +459,8 @@ def score_all(rows: ScoreInput, predictions: Any, **kw: Any) -> dict[str, dict]:
 def score_runs(rows: ScoreInput, runs: Sequence[Any], **kw: Any) -> dict:
     """Scores of every run and of their majority vote: ``{"runs": [...], "vote": {...}}``.
 
-    With a single run the vote is that run (the same dict).
+    With a single run the vote is that run (the same dict). All runs and the vote share one set
+    of bootstrap replicates per split.
     """
     if len(runs) == 0:
         raise ValueError("score_runs needs at least one run")
@@ -423,6 +468,8 @@ def score_runs(rows: ScoreInput, runs: Sequence[Any], **kw: Any) -> dict:
     if len(runs) == 1:
         single = score_all(rows, matrix[0], **kw)
         return {"runs": [single], "vote": single, "n_runs": 1}
-    per_run = [score_all(rows, m, **kw) for m in matrix]
-    vote = score_all(rows, majority_vote_codes(matrix), **kw)
+    arrays = [*matrix, majority_vote_codes(matrix)]
+    by_split = {split: score_many(rows, arrays, split=split, **kw) for split in rows.splits}
+    per_run = [{split: by_split[split][i] for split in by_split} for i in range(len(runs))]
+    vote = {split: results[-1] for split, results in by_split.items()}
     return {"runs": per_run, "vote": vote, "n_runs": len(runs)}

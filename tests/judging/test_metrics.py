@@ -469,3 +469,15 @@ def test_grouped_counts_match_a_pair_by_pair_reference():
     assert result["cmr"]["matched_pairs"] == matched
     assert result["tos"]["conflict_prompts"] == conflict
     assert result["tos"]["sensitive_prompts"] == sensitive
+
+
+def test_runs_share_bootstrap_replicates_and_match_single_scores():
+    rng = np.random.default_rng(21)
+    rows = random_dataset(rng, 120, all_criteria=False)
+    runs = [noisy_judge(rng, rows, acc) for acc in (0.6, 0.7, 0.8)]
+    result = score_runs(rows, runs, n_boot=150, seed=4)
+    for run, scored in zip(runs, result["runs"], strict=True):
+        assert scored[OPEN] == score_split(rows, run, split=OPEN, n_boot=150, seed=4)
+    assert result["vote"][OPEN] == score_split(
+        rows, majority_vote(runs), split=OPEN, n_boot=150, seed=4
+    )
