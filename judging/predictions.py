@@ -19,6 +19,7 @@ import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,14 +40,18 @@ class DatasetIndex:
     def __init__(self, rows: ScoreInput):
         self.rows = rows
         self.by_qid = rows.index()
-        self.by_cell = {
-            (p, c): i
-            for i, (p, c) in enumerate(
-                zip(rows.prompt_id.tolist(), rows.criterion.tolist(), strict=True)
-            )
-        }
         self.split = rows.split.tolist()
         self.question_id = rows.question_id.tolist()
+
+    @cached_property
+    def by_cell(self) -> dict[tuple[str, str], int]:
+        """(prompt_id, criterion) -> position, built only for files that address rows that way."""
+        return {
+            (p, c): i
+            for i, (p, c) in enumerate(
+                zip(self.rows.prompt_id.tolist(), self.rows.criterion.tolist(), strict=True)
+            )
+        }
 
     def __len__(self) -> int:
         return len(self.rows)
