@@ -481,3 +481,26 @@ def test_runs_share_bootstrap_replicates_and_match_single_scores():
     assert result["vote"][OPEN] == score_split(
         rows, majority_vote(runs), split=OPEN, n_boot=150, seed=4
     )
+
+
+def test_published_denominators_round_as_in_the_tables():
+    """299 open-ended prompts, 206 with a conflict (68.9%): 98 fully right -> PAcc 32.78,
+    133 sensitive -> TOS 64.56, the reference figures' arithmetic."""
+    spec, labels = [], []
+    for i in range(299):
+        conflict = i < 206
+        spec.append((f"p{i}", OPEN, "completeness", "A"))
+        spec.append((f"p{i}", OPEN, "clarity", "B" if conflict else "A"))
+        if i < 98:
+            labels += ["A", "B" if conflict else "A"]  # fully right
+        elif i < 133:
+            labels += ["B", "A"]  # flipped: opposite verdicts, both wrong
+        elif conflict:
+            labels += ["A", "A"]  # criterion-agnostic
+        else:
+            labels += ["B", "B"]
+    result = score_split(make_rows(spec), preds(*labels), split=OPEN, n_boot=0)
+    assert result["counts"]["conflict_prompts"] == 206
+    assert result["pacc"]["value"] == 32.78
+    assert result["tos"]["value"] == 64.56
+    assert result["cmr"]["value"] == 47.57  # 98 of 206 pairs
