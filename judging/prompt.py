@@ -54,7 +54,7 @@ def template_hash() -> str:
 def render_prompt(
     *, question: str, response_1: str, response_2: str, criterion_name: str, description: str
 ) -> str:
-    """The text part of the prompt; ``substitute`` leaves no placeholder unfilled."""
+    """The text part of the prompt (``substitute`` raises if a template field has no value)."""
     return TEMPLATE.substitute(
         criterion_name=criterion_name.strip(),
         criterion_description=description.strip(),
