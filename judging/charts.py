@@ -23,6 +23,12 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _fit(label: str, width: int) -> str:
+    # About 7 px per character at 13 px; a longer label is cut (the tooltip has it whole).
+    room = max(4, (width - 14) // 7)
+    return label if len(label) <= room else label[: room - 1].rstrip() + "…"
+
+
 def bar_chart_svg(
     bars: Sequence[Bar],
     *,
@@ -45,7 +51,8 @@ def bar_chart_svg(
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="100%" role="img" aria-label="{escape(title)}" class="chart">',
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        'class="chart">',
         f"<title>{escape(title)}</title>",
     ]
     for tick in (0, 25, 50, 75, 100):
@@ -61,7 +68,7 @@ def bar_chart_svg(
         mid = y + row_height / 2
         parts.append(
             f'<text x="{plot_left - 10}" y="{mid + 4:.1f}" class="label" text-anchor="end">'
-            f"{escape(bar.label)}</text>"
+            f"{escape(_fit(bar.label, label_width))}<title>{escape(bar.label)}</title></text>"
         )
         if bar.value is None:
             parts.append(f'<text x="{plot_left + 6}" y="{mid + 4:.1f}" class="na">n/a</text>')

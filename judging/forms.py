@@ -6,6 +6,8 @@ from pathlib import Path
 
 from django import forms
 
+from annotation.models import Split
+
 ALLOWED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
 
@@ -33,6 +35,11 @@ class PredictionsUploadForm(forms.Form):
             "JSONL or CSV: question_id + prediction, or prompt_id + criterion + prediction, "
             "or the raw judge text in output."
         ),
+    )
+    split = forms.ChoiceField(
+        required=False,
+        choices=[("", "All splits"), *Split.choices],
+        help_text="Limit the upload to one split: lines of the other split refuse the file.",
     )
     lenient = forms.BooleanField(
         required=False,

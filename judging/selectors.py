@@ -232,12 +232,27 @@ def judge_splits(*, version: DatasetVersion, judge: str) -> list[str]:
     return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
 
 
-def judge_runs(*, version: DatasetVersion, judge: str) -> list[JudgeRun]:
-    return list(
+def judge_runs(*, version: DatasetVersion, judge: str, split: str | None = None) -> list[JudgeRun]:
+    """The judge's runs; with ``split``, each run's ``split_unparsable`` lists that split's
+    unparsable outputs (a run's stats cover its whole file)."""
+    runs = list(
         JudgeRun.objects.filter(version=version, judge=judge)
         .select_related("created_by")
         .order_by("run_index")
     )
+    if split is None:
+        return runs
+    listed = {u["question_id"] for r in runs for u in r.stats.get("unparsable_rows", [])}
+    in_split = set(
+        DatasetRow.objects.filter(version=version, split=split, question_id__in=listed).values_list(
+            "question_id", flat=True
+        )
+    )
+    for run in runs:
+        run.split_unparsable = [
+            u for u in run.stats.get("unparsable_rows", []) if u["question_id"] in in_split
+        ]
+    return runs
 
 
 @dataclass(frozen=True)

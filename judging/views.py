@@ -145,6 +145,8 @@ def _criterion_chart(columns: list[Column], cells: list[Cell], judge: str) -> st
         title=f"Per-criterion accuracy of {judge}",
         reference=50.0,
         reference_label="chance",
+        width=760,
+        label_width=250,
     )
 
 
@@ -154,7 +156,13 @@ def _share_chart(diagnostics: dict[str, Any]) -> str:
         Bar(label="Humans prefer A", value=diagnostics.get("human_a_share")),
     ]
     return bar_chart_svg(
-        bars, title="Share of A verdicts", reference=50.0, reference_label="50%", row_height=30
+        bars,
+        title="Share of A verdicts",
+        reference=50.0,
+        reference_label="50%",
+        row_height=30,
+        width=500,
+        label_width=140,
     )
 
 
@@ -197,7 +205,7 @@ def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpR
         "diagnostics": diagnostics,
         "counts": figures.get("counts") or {},
         "run_figures": figures.get("runs") or [],
-        "runs": selectors.judge_runs(version=version, judge=judge),
+        "runs": selectors.judge_runs(version=version, judge=judge, split=split),
         "can_upload": is_lead(request.user),
     }
     return render(request, "judging/scorecard.html", context)
@@ -230,6 +238,7 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                     run_index=form.cleaned_data["run_index"],
                     template_hash=form.cleaned_data["template_hash"],
                     lenient=form.cleaned_data["lenient"],
+                    split=form.cleaned_data["split"] or None,
                     file=form.cleaned_data["file"],
                     by=request.user,
                 )

@@ -84,8 +84,9 @@ def make_version(
 ) -> DatasetVersion:
     """A dataset version with DatasetRow rows holding the full exported row."""
     rows = list(rows)
+    # Rows go in while the version is building: a ready version is frozen.
     version = DatasetVersion.objects.create(
-        project=project, number=number, status=status, row_count=len(rows)
+        project=project, number=number, status=DatasetVersion.Status.BUILDING, row_count=len(rows)
     )
     DatasetRow.objects.bulk_create(
         DatasetRow(
@@ -111,6 +112,9 @@ def make_version(
         )
         for prompt, split, criterion, preference in rows
     )
+    if status != version.status:
+        DatasetVersion.objects.filter(pk=version.pk).update(status=status)
+        version.status = status
     return version
 
 
