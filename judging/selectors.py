@@ -260,7 +260,7 @@ class JudgeSummary:
     judge: str
     runs: int
     last_run_at: datetime | None
-    splits: list[str]
+    splits: list[str]  # labels of the splits with a scorecard
 
 
 def judges_on_version(*, version: DatasetVersion) -> list[JudgeSummary]:
@@ -273,7 +273,7 @@ def judges_on_version(*, version: DatasetVersion) -> list[JudgeSummary]:
             judge=r["judge"],
             runs=r["n"],
             last_run_at=r["last"],
-            splits=[s for s in SPLIT_ORDER if s in splits.get(r["judge"], [])],
+            splits=[split_label(s) for s in SPLIT_ORDER if s in splits.get(r["judge"], [])],
         )
         for r in JudgeRun.objects.filter(version=version)
         .values("judge")

@@ -181,14 +181,18 @@ def judge_run_upload(
     run_index_check(version=version, judge=judge, run_index=run_index)
 
     rows = rows_from_version(version)
-    progress(0, len(rows), "Reading predictions")
+    # Progress counts lines read (about one per row), then predictions stored, then scoring.
+    n_rows = len(rows)
+    progress(0, 2 * n_rows + 1, "Reading predictions")
     try:
         parsed = read_predictions(
             file,
             dataset_index=DatasetIndex(rows),
             lenient=lenient,
             split=split,
-            progress=lambda done, total=None: progress(0, None, f"Read {done} lines"),
+            progress=lambda done, total=None: progress(
+                min(done, n_rows), None, f"Read {done} lines"
+            ),
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
@@ -209,6 +213,9 @@ def judge_run_upload(
         )
         qids = rows.question_id.tolist()
         total = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
+        read = min(parsed.counts["lines"], n_rows)
+        steps = read + total + 1
+        progress(read, steps, f"Storing {total} predictions")
         stored = 0
         runs = []
         for file_run, index in zip(file_runs, indexes, strict=True):
@@ -241,12 +248,12 @@ def judge_run_upload(
                     Prediction.objects.bulk_create(batch)
                     stored += len(batch)
                     batch = []
-                    progress(stored, total + 1, f"Stored {stored} predictions")
+                    progress(read + stored, steps, f"Stored {stored} predictions")
             Prediction.objects.bulk_create(batch)
             stored += len(batch)
-        progress(stored, total + 1, "Scoring")
+        progress(read + stored, steps, "Scoring")
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
-    progress(total + 1, total + 1, "Scored")
+    progress(steps, steps, "Scored")
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 
