@@ -1,3 +1,19 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .views import dashboard, review
+
+urlpatterns = [
+    path("projects/<slug:slug>/dashboard/", dashboard.dashboard, name="dashboard"),
+    path("projects/<slug:slug>/review/", review.review_queue, name="review-queue"),
+    path("projects/<slug:slug>/review/<int:sample_id>/", review.review_item, name="review-item"),
+    path(
+        "projects/<slug:slug>/review/<int:sample_id>/decide/",
+        review.review_decide,
+        name="review-decide",
+    ),
+    path(
+        "projects/<slug:slug>/review/<int:sample_id>/mark/",
+        review.review_mark,
+        name="review-mark",
+    ),
+]

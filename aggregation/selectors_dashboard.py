@@ -1,0 +1,510 @@
+"""The figures of the lead's dashboard: progress, results and agreement of one project.
+
+Every figure comes from a fixed number of aggregate queries, whatever the number of samples or
+votes: per-sample figures (complete samples, criterion conflicts) are grouped inside the
+database in a derived table, and only the per-split / per-annotator totals reach Python.
+Seed samples are calibration material: progress counts formal work only (round 0, non-seed);
+results follow the project's ``export_includes_seeds`` setting, like the export.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, time
+from typing import Any
+
+from django.db import connection
+from django.db.models import Aggregate, Count, FloatField, Q
+from django.utils import timezone
+
+from annotation.models import (
+    Choice,
+    Criterion,
+    ProblemReport,
+    Project,
+    ProjectMember,
+    Sample,
+    SampleStatus,
+    Slot,
+    Split,
+    Vote,
+)
+
+from .models import AgreementSnapshot, CriterionLabel, Outcome
+from .selectors_review import exportable_labels
+
+STATISTICS = (
+    ("cohen", "Cohen's κ (mean pairwise)"),
+    ("fleiss", "Fleiss' κ"),
+    ("alpha", "Krippendorff's α"),
+)
+
+
+class Median(Aggregate):
+    """PostgreSQL's exact median (other databases fall back to Python)."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, Any]:
+    """A statistic object of AgreementSnapshot.figures as text plus hover text; n/a stays n/a."""
+    if not stat:
+        return {
+            "text": "n/a",
+            "title": "not computed yet: run the aggregation",
+            "value": None,
+            "ci": None,
+            "undefined": True,
+        }
+    value = stat.get("value")
+    if value is None:
+        reason = stat.get("undefined_reason") or "undefined"
+        return {"text": "n/a", "title": reason, "value": None, "ci": None, "undefined": True}
+    ci = stat.get("ci")
+    bits = []
+    if ci and None not in ci:
+        bits.append(f"95% CI {ci[0]:.{digits}f} to {ci[1]:.{digits}f}")
+    if stat.get("pairs_used") is not None:
+        bits.append(f"{stat['pairs_used']} pairs used, {stat.get('pairs_skipped', 0)} skipped")
+    if stat.get("min_overlap") is not None:
+        bits.append(f"min overlap {stat['min_overlap']}")
+    if stat.get("items") is not None:
+        bits.append(f"{stat['items']} items")
+    return {
+        "text": f"{value:.{digits}f}",
+        "title": " · ".join(bits),
+        "value": value,
+        "ci": ci if ci and None not in ci else None,
+        "undefined": False,
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _start_of_today() -> datetime:
+    today = timezone.localdate()
+    return timezone.make_aware(datetime.combine(today, time.min))
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
+    """Per split: {number of criteria with the full k votes: number of samples with votes}."""
+    vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
+    sql = f"""
+        SELECT split, full_n, COUNT(*) FROM (
+            SELECT per_crit.sample_id, per_crit.split,
+                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_n
+            FROM (
+                SELECT v.sample_id, s.split, v.criterion_id, COUNT(*) AS n
+                FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
+                WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s AND v.round = %s
+                GROUP BY v.sample_id, s.split, v.criterion_id
+            ) per_crit
+            GROUP BY per_crit.sample_id, per_crit.split
+        ) per_sample
+        GROUP BY split, full_n
+    """
+    params = [
+        project.annotators_per_sample,
+        project.pk,
+        False,
+        SampleStatus.ACTIVE,
+        Vote.FORMAL_ROUND,
+    ]
+    out: dict[str, dict[int, int]] = {}
+    for split, full_n, n in _fetch(sql, params):
+        out.setdefault(split, {})[int(full_n)] = int(n)
+    return out
+
+
+def _label_sample_figures(project: Project) -> dict[str, dict[str, int]]:
+    """Per split: samples with labels, kept samples, samples with a criterion conflict."""
+    label_t, sample_t = CriterionLabel._meta.db_table, Sample._meta.db_table
+    kept = list(Outcome.kept())
+    seed_clause = "" if project.export_includes_seeds else "AND s.is_seed = %s"
+    sql = f"""
+        SELECT split, COUNT(*),
+               SUM(CASE WHEN n_a + n_b > 0 THEN 1 ELSE 0 END),
+               SUM(CASE WHEN n_a > 0 AND n_b > 0 THEN 1 ELSE 0 END)
+        FROM (
+            SELECT l.sample_id, s.split,
+                   SUM(CASE WHEN l.outcome IN (%s, %s) AND l.preference = %s THEN 1 ELSE 0 END)
+                       AS n_a,
+                   SUM(CASE WHEN l.outcome IN (%s, %s) AND l.preference = %s THEN 1 ELSE 0 END)
+                       AS n_b
+            FROM {label_t} l JOIN {sample_t} s ON s.id = l.sample_id
+            WHERE s.project_id = %s AND s.status = %s {seed_clause}
+            GROUP BY l.sample_id, s.split
+        ) per_sample
+        GROUP BY split
+    """
+    params: list[Any] = [*kept, Choice.A, *kept, Choice.B, project.pk, SampleStatus.ACTIVE]
+    if not project.export_includes_seeds:
+        params.append(False)
+    return {
+        split: {"labelled": int(n), "kept": int(k or 0), "conflict": int(c or 0)}
+        for split, n, k, c in _fetch(sql, params)
+    }
+
+
+@dataclass
+class Dashboard:
+    splits: list[dict[str, Any]]
+    totals: dict[str, Any]
+    annotators: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    agreement: list[dict[str, Any]]
+    tie_cap: float
+    computed_at: datetime | None
+
+
+def _median_by_annotator(votes: Any) -> dict[int, float | None]:
+    if connection.vendor == "postgresql":
+        rows = votes.values("annotator_id").annotate(m=Median("seconds")).order_by()
+        return {r["annotator_id"]: r["m"] for r in rows}
+    seconds: dict[int, list[float]] = {}
+    for annotator_id, value in votes.values_list("annotator_id", "seconds").iterator():
+        seconds.setdefault(annotator_id, []).append(value)
+    return {k: statistics.median(v) for k, v in seconds.items()}
+
+
+def dashboard_figures(*, project: Project) -> Dashboard:
+    """Everything the dashboard shows, in a constant number of queries."""
+    k = project.annotators_per_sample
+    tie_cap = float(project.tie_cap)
+    today = _start_of_today()
+    criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
+    n_crit: dict[str, int] = {}
+    for c in criteria:
+        n_crit[c.split] = n_crit.get(c.split, 0) + 1
+
+    formal_samples = Sample.objects.filter(
+        project=project, is_seed=False, status=SampleStatus.ACTIVE
+    )
+    sample_counts = dict(
+        formal_samples.values("split").annotate(n=Count("id")).order_by().values_list("split", "n")
+    )
+    completion = _sample_completion(project)
+    votes = Vote.objects.filter(
+        sample__project=project,
+        sample__is_seed=False,
+        sample__status=SampleStatus.ACTIVE,
+        round=Vote.FORMAL_ROUND,
+    )
+    tie = Q(choice=Choice.TIE)
+    recent = Q(created_at__gte=today)
+    per_split_votes = {
+        r["sample__split"]: r
+        for r in votes.values("sample__split")
+        .annotate(done=Count("id"), ties=Count("id", filter=tie), today=Count("id", filter=recent))
+        .order_by()
+    }
+
+    splits: list[dict[str, Any]] = []
+    for value, label in Split.choices:
+        total = sample_counts.get(value, 0)
+        if not total and not n_crit.get(value):
+            continue
+        full = completion.get(value, {})
+        touched = sum(full.values())
+        needed_criteria = n_crit.get(value, 0)
+        complete = sum(
+            n for full_n, n in full.items() if needed_criteria and full_n >= needed_criteria
+        )
+        v = per_split_votes.get(value, {"done": 0, "ties": 0, "today": 0})
+        needed = total * n_crit.get(value, 0) * k
+        splits.append(
+            {
+                "split": value,
+                "label": label,
+                "criteria": n_crit.get(value, 0),
+                "samples": total,
+                "complete": complete,
+                "in_progress": touched - complete,
+                "untouched": total - touched,
+                "votes_done": v["done"],
+                "votes_needed": needed,
+                "votes_share": _share(v["done"], needed),
+                "ties": v["ties"],
+                "tie_rate": _share(v["ties"], v["done"]),
+                "votes_today": v["today"],
+            }
+        )
+    totals = {
+        key: sum(s[key] for s in splits)
+        for key in (
+            "samples",
+            "complete",
+            "in_progress",
+            "untouched",
+            "votes_done",
+            "votes_needed",
+            "ties",
+            "votes_today",
+        )
+    }
+    totals["votes_share"] = _share(totals["votes_done"], totals["votes_needed"])
+    totals["tie_rate"] = _share(totals["ties"], totals["votes_done"])
+
+    # Per annotator: every active member, plus anyone who voted or holds a slot.
+    members = {
+        m.user_id: m.user.username
+        for m in ProjectMember.objects.filter(project=project, is_active=True).select_related(
+            "user"
+        )
+    }
+    per_annotator = {
+        r["annotator_id"]: r
+        for r in votes.values("annotator_id", "annotator__username")
+        .annotate(done=Count("id"), ties=Count("id", filter=tie), today=Count("id", filter=recent))
+        .order_by()
+    }
+    medians = _median_by_annotator(votes)
+    assigned: dict[int, int] = {}
+    slot_rows = (
+        Slot.objects.filter(
+            sample__project=project,
+            sample__is_seed=False,
+            sample__status=SampleStatus.ACTIVE,
+            annotator__isnull=False,
+        )
+        .values("annotator_id", "sample__split")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for r in slot_rows:
+        assigned[r["annotator_id"]] = assigned.get(r["annotator_id"], 0) + r["n"] * n_crit.get(
+            r["sample__split"], 0
+        )
+    flags = dict(
+        ProblemReport.objects.filter(sample__project=project)
+        .values("reporter_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("reporter_id", "n")
+    )
+    snapshots = {
+        s.split: s for s in AgreementSnapshot.objects.filter(project=project).order_by("split")
+    }
+    names = dict(members)
+    for uid, r in per_annotator.items():
+        names.setdefault(uid, r["annotator__username"])
+    annotators = []
+    for uid, username in sorted(names.items(), key=lambda item: item[1]):
+        r = per_annotator.get(uid, {"done": 0, "ties": 0, "today": 0})
+        tie_rate = _share(r["ties"], r["done"])
+        agreement = []
+        for value, label in Split.choices:
+            snap = snapshots.get(value)
+            per = (snap.figures.get("per_annotator") or {}).get(username) if snap else None
+            if snap is not None:
+                agreement.append(
+                    {
+                        "split": value,
+                        "label": label,
+                        "stat": stat_display(
+                            (per or {}).get("cohen_vs_others")
+                            or (
+                                {"value": None, "undefined_reason": "no shared items in this split"}
+                            )
+                        ),
+                    }
+                )
+        done_for_bar = assigned.get(uid, 0)
+        annotators.append(
+            {
+                "id": uid,
+                "username": username,
+                "is_member": uid in members,
+                "assigned": assigned.get(uid, 0),
+                "done": r["done"],
+                "progress": _share(r["done"], done_for_bar),
+                "ties": r["ties"],
+                "tie_rate": tie_rate,
+                "tie_cap_used": (tie_rate / tie_cap) if tie_rate is not None and tie_cap else None,
+                "over_cap": tie_rate is not None and tie_rate >= tie_cap,
+                "median_seconds": medians.get(uid),
+                "flags": flags.get(uid, 0),
+                "votes_today": r["today"],
+                "agreement": agreement,
+            }
+        )
+
+    results = _results(project, criteria)
+    agreement_rows = []
+    computed_at = None
+    for value, label in Split.choices:
+        snap = snapshots.get(value)
+        if snap is None:
+            continue
+        computed_at = max(computed_at, snap.computed_at) if computed_at else snap.computed_at
+        agreement_rows.append(_agreement(value, label, snap.figures, criteria))
+    return Dashboard(
+        splits=splits,
+        totals=totals,
+        annotators=annotators,
+        results=results,
+        agreement=agreement_rows,
+        tie_cap=tie_cap,
+        computed_at=computed_at,
+    )
+
+
+def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
+    labels = CriterionLabel.objects.filter(
+        sample__project=project, sample__status=SampleStatus.ACTIVE
+    )
+    if not project.export_includes_seeds:
+        labels = labels.filter(sample__is_seed=False)
+    by_outcome: dict[str, dict[str, int]] = {}
+    for r in labels.values("sample__split", "outcome").annotate(n=Count("id")).order_by():
+        by_outcome.setdefault(r["sample__split"], {})[r["outcome"]] = r["n"]
+    balance = {
+        r["criterion_id"]: r
+        for r in labels.filter(outcome__in=Outcome.kept())
+        .values("criterion_id")
+        .annotate(
+            a=Count("id", filter=Q(preference=Choice.A)),
+            b=Count("id", filter=Q(preference=Choice.B)),
+        )
+        .order_by()
+    }
+    exportable = dict(
+        exportable_labels(project=project)
+        .order_by()
+        .values("sample__split")
+        .annotate(n=Count("id"))
+        .values_list("sample__split", "n")
+    )
+    per_sample = _label_sample_figures(project)
+    out = []
+    for value, label in Split.choices:
+        outcomes = by_outcome.get(value, {})
+        if not outcomes:
+            continue
+        total = sum(outcomes.values())
+        kept = sum(outcomes.get(o, 0) for o in Outcome.kept())
+        samples = per_sample.get(value, {"labelled": 0, "kept": 0, "conflict": 0})
+        rows = []
+        for c in criteria:
+            if c.split != value:
+                continue
+            b = balance.get(c.pk, {"a": 0, "b": 0})
+            rows.append(
+                {
+                    "criterion": c,
+                    "a": b["a"],
+                    "b": b["b"],
+                    "share_a": _share(b["a"], b["a"] + b["b"]),
+                }
+            )
+        out.append(
+            {
+                "split": value,
+                "label": label,
+                "labels": total,
+                "kept": kept,
+                "dropped": total - kept,
+                "outcomes": [
+                    {
+                        "outcome": o,
+                        "label": o.label,
+                        "n": outcomes.get(o.value, 0),
+                        "share": _share(outcomes.get(o.value, 0), total),
+                    }
+                    for o in Outcome
+                ],
+                "exportable": exportable.get(value, 0),
+                "discarded_in_review": kept - exportable.get(value, 0),
+                "samples_labelled": samples["labelled"],
+                "samples_kept": samples["kept"],
+                "samples_dropped": samples["labelled"] - samples["kept"],
+                "samples_conflict": samples["conflict"],
+                "conflict_share": _share(samples["conflict"], samples["kept"]),
+                "balance": rows,
+            }
+        )
+    return out
+
+
+def _agreement(
+    split: str, label: str, figures: dict[str, Any], criteria: list[Criterion]
+) -> dict[str, Any]:
+    names = {c.key: c.name for c in criteria if c.split == split}
+    per_criterion = figures.get("per_criterion") or {}
+    order = [key for key in names if key in per_criterion] + [
+        key for key in per_criterion if key not in names
+    ]
+    rows = []
+    for key in order:
+        figs = per_criterion[key] or {}
+        rows.append(
+            {
+                "key": key,
+                "name": names.get(key, key),
+                "items": figs.get("items"),
+                "stats": {name: stat_display(figs.get(name)) for name, _ in STATISTICS},
+                "raw": {name: figs.get(name) for name, _ in STATISTICS},
+            }
+        )
+    pairwise = figures.get("pairwise") or {}
+    names_pw = list(pairwise.get("annotators") or [])
+    kappa = list(pairwise.get("kappa") or [])
+    overlap = list(pairwise.get("overlap") or [])
+    matrix = []
+    for i, name in enumerate(names_pw):
+        cells = []
+        for j, other in enumerate(names_pw):
+            value = kappa[i][j] if i < len(kappa) and j < len(kappa[i]) else None
+            shared = overlap[i][j] if i < len(overlap) and j < len(overlap[i]) else None
+            if i == j:
+                cells.append(
+                    {"text": "", "title": "", "undefined": False, "diagonal": True, "shared": None}
+                )
+            elif value is None:
+                cells.append(
+                    {
+                        "text": "n/a",
+                        "title": f"{name} × {other}: {shared or 0} shared items, undefined",
+                        "undefined": True,
+                        "shared": shared,
+                    }
+                )
+            else:
+                cells.append(
+                    {
+                        "text": f"{value:.2f}",
+                        "title": f"{name} × {other}: {shared} shared items",
+                        "undefined": False,
+                        "shared": shared,
+                    }
+                )
+        matrix.append({"name": name, "cells": cells})
+    cohen = figures.get("cohen") or {}
+    return {
+        "split": split,
+        "label": label,
+        "items": figures.get("items"),
+        "overall": {name: stat_display(figures.get(name)) for name, _ in STATISTICS},
+        "raw_overall": {name: figures.get(name) for name, _ in STATISTICS},
+        "cohen_detail": {
+            "pairs_used": cohen.get("pairs_used"),
+            "pairs_skipped": cohen.get("pairs_skipped"),
+            "min_overlap": cohen.get("min_overlap"),
+            "weighting": cohen.get("weighting"),
+        },
+        "per_criterion": rows,
+        "pairwise": {"annotators": names_pw, "kappa": kappa, "overlap": overlap},
+        "matrix": matrix,
+        "computed_at": figures.get("computed_at"),
+    }

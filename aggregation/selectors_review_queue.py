@@ -1,0 +1,227 @@
+"""The lead's rationale review queue: which kept samples to read, in what order, and one item.
+
+The queue holds the active samples with at least one label kept by aggregation (seed samples
+only when the project exports them), ordered by id so next / previous are stable while the lead
+works. Filters narrow it; a sample that leaves the filtered queue (say, once it is marked
+reviewed under "not yet reviewed") still has neighbours, found by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.http import QueryDict
+from django.shortcuts import get_object_or_404
+
+from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
+
+from .models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from .selectors_review import labels_with_review_state
+
+KINDS = {
+    "unanimous": (Outcome.KEPT_UNANIMOUS,),
+    "majority_tie": (Outcome.KEPT_MAJORITY_TIE,),
+}
+KIND_CHOICES = [("unanimous", "Unanimous"), ("majority_tie", "Majority + tie")]
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    split: str = ""
+    criterion: int | None = None
+    kind: str = ""
+    disagreements: bool = False
+    flagged: bool = False
+    unreviewed: bool = False
+
+    @classmethod
+    def from_query(cls, data: QueryDict | dict[str, str]) -> QueueFilters:
+        """Read the filters from a query string; unknown values are ignored, not errors."""
+        split = data.get("split", "")
+        criterion = data.get("criterion", "")
+        kind = data.get("kind", "")
+        return cls(
+            split=split if split in Split.values else "",
+            criterion=int(criterion) if str(criterion).isdigit() else None,
+            kind=kind if kind in KINDS else "",
+            disagreements=data.get("disagreements") in ("1", "on", "true"),
+            flagged=data.get("flagged") in ("1", "on", "true"),
+            unreviewed=data.get("unreviewed") in ("1", "on", "true"),
+        )
+
+    def params(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is True:
+                out[f.name] = "1"
+            elif value not in ("", None, False):
+                out[f.name] = str(value)
+        return out
+
+    def querystring(self) -> str:
+        """``?split=...`` (empty string when no filter is set), for links that keep filters."""
+        params = self.params()
+        return "?" + urlencode(params) if params else ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params())
+
+
+def review_queue(*, project: Project, filters: QueueFilters | None = None) -> QuerySet[Sample]:
+    """The kept samples of the project matching ``filters``, ordered by id."""
+    filters = filters or QueueFilters()
+    labels = CriterionLabel.objects.filter(sample=OuterRef("pk"))
+    kept = labels.filter(outcome__in=Outcome.kept())
+    qs = Sample.objects.filter(project=project, status=SampleStatus.ACTIVE).filter(Exists(kept))
+    if not project.export_includes_seeds:
+        qs = qs.filter(is_seed=False)
+    if filters.split:
+        qs = qs.filter(split=filters.split)
+    if filters.criterion:
+        # The criterion filter asks for samples where that criterion's label was kept; the
+        # kind filter then applies to that criterion.
+        kept = kept.filter(criterion_id=filters.criterion)
+        qs = qs.filter(Exists(kept))
+    if filters.kind:
+        qs = qs.filter(Exists(kept.filter(outcome__in=KINDS[filters.kind])))
+    if filters.disagreements:
+        qs = qs.filter(Exists(labels.exclude(outcome=Outcome.KEPT_UNANIMOUS)))
+    if filters.flagged:
+        qs = qs.filter(Exists(ProblemReport.objects.filter(sample=OuterRef("pk"))))
+    if filters.unreviewed:
+        qs = qs.exclude(Exists(SampleReview.objects.filter(sample=OuterRef("pk"))))
+    return qs.order_by("id")
+
+
+def review_counts(*, project: Project, filters: QueueFilters | None = None) -> dict[str, int]:
+    """How many samples the queue holds, how many are reviewed and how many are left.
+
+    Counted without the "not yet reviewed" filter, so the figures say what is left overall.
+    """
+    base = filters or QueueFilters()
+    base = QueueFilters(**{**base.__dict__, "unreviewed": False})
+    figures = review_queue(project=project, filters=base).aggregate(
+        total=Count("id"),
+        reviewed=Count("id", filter=Q(Exists(SampleReview.objects.filter(sample=OuterRef("pk"))))),
+    )
+    figures["left"] = figures["total"] - figures["reviewed"]
+    return figures
+
+
+def review_neighbours(*, queue: QuerySet[Sample], sample_id: int) -> dict[str, Any]:
+    """The previous and next sample ids around ``sample_id`` and its position in the queue."""
+    prev_id = queue.filter(id__lt=sample_id).order_by("-id").values_list("id", flat=True).first()
+    next_id = queue.filter(id__gt=sample_id).order_by("id").values_list("id", flat=True).first()
+    counts = queue.aggregate(total=Count("id"), before=Count("id", filter=Q(id__lt=sample_id)))
+    in_queue = queue.filter(id=sample_id).exists()
+    return {
+        "prev_id": prev_id,
+        "next_id": next_id,
+        "position": counts["before"] + 1 if in_queue else None,
+        "total": counts["total"],
+    }
+
+
+def review_page(
+    *, project: Project, filters: QueueFilters, page: int = 1, per_page: int = PAGE_SIZE
+) -> dict[str, Any]:
+    """One page of the queue with each sample's labels and review state (fixed query count)."""
+    queue = review_queue(project=project, filters=filters)
+    total = queue.count()
+    pages = max(1, (total + per_page - 1) // per_page)
+    page = max(1, min(page, pages))
+    samples = list(
+        queue.annotate(
+            n_flags=Count("problem_reports", distinct=True),
+            is_reviewed=Exists(SampleReview.objects.filter(sample=OuterRef("pk"))),
+        )[(page - 1) * per_page : page * per_page]
+    )
+    by_sample: dict[int, list[CriterionLabel]] = {s.pk: [] for s in samples}
+    labels = (
+        labels_with_review_state(project=project)
+        .filter(sample_id__in=list(by_sample))
+        .select_related("criterion")
+        .order_by("sample_id", "criterion__order", "criterion__key")
+    )
+    for lab in labels:
+        lab.discarded = lab.is_kept and ReviewDecision.Action.DISCARD in (
+            lab.label_action,
+            lab.sample_action,
+        )
+        by_sample[lab.sample_id].append(lab)
+    rows = [{"sample": s, "labels": by_sample[s.pk]} for s in samples]
+    return {"rows": rows, "page": page, "pages": pages, "total": total}
+
+
+def review_item(*, project: Project, sample_id: int) -> dict[str, Any]:
+    """A sample with, per criterion of its split: the label, every formal vote, the decisions."""
+    sample = get_object_or_404(Sample, project=project, pk=sample_id)
+    criteria = list(
+        Criterion.objects.filter(project=project, split=sample.split).order_by("order", "key")
+    )
+    labels = {lab.criterion_id: lab for lab in CriterionLabel.objects.filter(sample=sample)}
+    votes: dict[int, list[Vote]] = {}
+    for vote in (
+        Vote.objects.filter(sample=sample, round=Vote.FORMAL_ROUND)
+        .select_related("annotator")
+        .order_by("criterion_id", "annotator__username")
+    ):
+        votes.setdefault(vote.criterion_id, []).append(vote)
+    decisions = list(
+        ReviewDecision.objects.filter(sample=sample)
+        .select_related("author", "criterion")
+        .order_by("created_at", "id")
+    )
+    latest: dict[int | None, ReviewDecision] = {}
+    for decision in decisions:
+        latest[decision.criterion_id] = decision
+    sample_decision = latest.get(None)
+    sample_discarded = bool(
+        sample_decision and sample_decision.action == ReviewDecision.Action.DISCARD
+    )
+    blocks = []
+    for criterion in criteria:
+        label = labels.get(criterion.pk)
+        decision = latest.get(criterion.pk)
+        label_discarded = bool(decision and decision.action == ReviewDecision.Action.DISCARD)
+        blocks.append(
+            {
+                "criterion": criterion,
+                "label": label,
+                "kept": bool(label and label.is_kept),
+                "votes": votes.get(criterion.pk, []),
+                "decision": decision,
+                "discarded": label_discarded,
+                "exported": bool(label and label.is_kept and not label_discarded)
+                and not sample_discarded,
+            }
+        )
+    reports = list(
+        ProblemReport.objects.filter(sample=sample).select_related("reporter", "resolved_by")
+    )
+    review = SampleReview.objects.filter(sample=sample).select_related("reviewed_by").first()
+    return {
+        "sample": sample,
+        "blocks": blocks,
+        "decisions": list(reversed(decisions)),
+        "sample_decision": sample_decision,
+        "sample_discarded": sample_discarded,
+        "reports": reports,
+        "review": review,
+    }
+
+
+def criterion_choices(*, project: Project) -> list[tuple[str, list[Criterion]]]:
+    """The project's criteria grouped by split, for the queue's criterion filter."""
+    criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
+    return [
+        (label, [c for c in criteria if c.split == value])
+        for value, label in Split.choices
+        if any(c.split == value for c in criteria)
+    ]

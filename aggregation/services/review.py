@@ -1,0 +1,88 @@
+"""The lead's review writes: keep / discard decisions and the reviewed mark of a sample.
+
+Decisions are appended, never edited or deleted; the latest decision for a target (a label, or
+a whole sample when ``criterion`` is None) counts, so "restore" is simply a newer keep. What
+survives review is read through :mod:`aggregation.selectors_review`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Criterion, Sample
+from annotation.permissions import is_lead
+
+from ..models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+
+Action = ReviewDecision.Action
+Reason = ReviewDecision.Reason
+
+
+@transaction.atomic
+def review_decide(
+    *,
+    sample: Sample,
+    criterion: Criterion | None = None,
+    action: str,
+    reason: str = "",
+    note: str = "",
+    author: Any,
+) -> ReviewDecision:
+    """Append a keep/discard decision for a kept label (or the whole sample if no criterion).
+
+    A discard needs a reason (inconsistent / redundant / other); "other" needs a note saying why.
+    """
+    if not is_lead(author):
+        raise PermissionDenied("Only the project lead reviews labels.")
+    note = (note or "").strip()
+    reason = (reason or "").strip()
+    if action not in Action.values:
+        raise ValidationError({"action": f"Unknown action {action!r}: use keep or discard."})
+    if action == Action.DISCARD:
+        if reason not in Reason.values:
+            raise ValidationError(
+                {"reason": "A discard needs a reason: inconsistent, redundant or other."}
+            )
+        if reason == Reason.OTHER and not note:
+            raise ValidationError({"note": "Say why in the note when the reason is 'other'."})
+    else:
+        # A keep has no discard reason; its note may still say why it was restored.
+        reason = ""
+    if criterion is not None:
+        if criterion.project_id != sample.project_id or criterion.split != sample.split:
+            raise ValidationError({"criterion": "This criterion does not belong to the sample."})
+        if not CriterionLabel.objects.filter(
+            sample=sample, criterion=criterion, outcome__in=Outcome.kept()
+        ).exists():
+            raise ValidationError(
+                {"criterion": "Only a label kept by aggregation can be reviewed."}
+            )
+    return ReviewDecision.objects.create(
+        sample=sample, criterion=criterion, action=action, reason=reason, note=note, author=author
+    )
+
+
+@transaction.atomic
+def sample_mark_reviewed(*, sample: Sample, by: Any) -> SampleReview:
+    """Mark the sample reviewed (again: the mark then names the latest reviewer and time)."""
+    if not is_lead(by):
+        raise PermissionDenied("Only the project lead reviews samples.")
+    review, _ = SampleReview.objects.update_or_create(
+        sample=sample, defaults={"reviewed_by": by, "reviewed_at": timezone.now()}
+    )
+    return review
+
+
+@transaction.atomic
+def sample_unmark_reviewed(*, sample: Sample, by: Any) -> None:
+    """Put the sample back into the "not yet reviewed" part of the queue.
+
+    Only the mark goes; every decision on the sample stays in its history.
+    """
+    if not is_lead(by):
+        raise PermissionDenied("Only the project lead reviews samples.")
+    SampleReview.objects.filter(sample=sample).delete()

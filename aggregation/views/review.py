@@ -1,0 +1,138 @@
+"""The rationale review queue (lead only): the list, one item, keep / discard, reviewed mark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
+
+from annotation.models import Criterion, Project, Sample
+from annotation.permissions import lead_required
+from annotation.selectors import project_get
+
+from .. import selectors_review_queue as queue_selectors
+from ..models import ReviewDecision
+from ..selectors_review_queue import KIND_CHOICES, QueueFilters
+from ..services import review as review_services
+
+ITEM_TEMPLATE = "aggregation/review_item.html"
+
+
+def _get_sample(project: Project, sample_id: int) -> Sample:
+    return get_object_or_404(Sample, project=project, pk=sample_id)
+
+
+def _filters_from_post(request: HttpRequest) -> QueueFilters:
+    # Decision forms carry the queue's filters in a hidden field so that next / previous and
+    # the redirect after a plain POST stay inside the same filtered queue.
+    return QueueFilters.from_query(QueryDict(request.POST.get("filters", "").lstrip("?")))
+
+
+def _item_context(project: Project, sample_id: int, filters: QueueFilters) -> dict[str, Any]:
+    item = queue_selectors.review_item(project=project, sample_id=sample_id)
+    queue = queue_selectors.review_queue(project=project, filters=filters)
+    return {
+        "project": project,
+        "filters": filters,
+        "qs": filters.querystring(),
+        "reasons": ReviewDecision.Reason.choices,
+        "nav": queue_selectors.review_neighbours(queue=queue, sample_id=sample_id),
+        "counts": queue_selectors.review_counts(project=project, filters=filters),
+        **item,
+    }
+
+
+@require_GET
+@lead_required
+def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_get(slug=slug)
+    filters = QueueFilters.from_query(request.GET)
+    page = request.GET.get("page", "1")
+    data = queue_selectors.review_page(
+        project=project, filters=filters, page=int(page) if page.isdigit() else 1
+    )
+    context = {
+        "project": project,
+        "filters": filters,
+        "qs": filters.querystring(),
+        "criteria_groups": queue_selectors.criterion_choices(project=project),
+        "kinds": KIND_CHOICES,
+        "counts": queue_selectors.review_counts(project=project, filters=filters),
+        **data,
+    }
+    template = "aggregation/review_queue.html"
+    if request.htmx and request.htmx.target == "queue-results":
+        template += "#results"
+    return render(request, template, context)
+
+
+@require_GET
+@lead_required
+def review_item(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
+    project = project_get(slug=slug)
+    filters = QueueFilters.from_query(request.GET)
+    return render(request, ITEM_TEMPLATE, _item_context(project, sample_id, filters))
+
+
+@require_POST
+@lead_required
+def review_decide(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
+    project = project_get(slug=slug)
+    sample = _get_sample(project, sample_id)
+    filters = _filters_from_post(request)
+    criterion_id = request.POST.get("criterion", "")
+    criterion = None
+    if criterion_id:
+        criterion = get_object_or_404(Criterion, project=project, pk=criterion_id)
+    error: dict[str, Any] | None = None
+    try:
+        decision = review_services.review_decide(
+            sample=sample,
+            criterion=criterion,
+            action=request.POST.get("action", ""),
+            reason=request.POST.get("reason", ""),
+            note=request.POST.get("note", ""),
+            author=request.user,
+        )
+    except ValidationError as exc:
+        messages = [m for msgs in exc.message_dict.values() for m in msgs]
+        error = {"criterion": criterion.pk if criterion else None, "message": " ".join(messages)}
+    if error is None and not request.htmx:
+        return redirect(reverse("review-item", args=[slug, sample.pk]) + filters.querystring())
+    context = _item_context(project, sample.pk, filters)
+    context["error"] = error
+    context["error_sample"] = bool(error and error["criterion"] is None)
+    template = ITEM_TEMPLATE + "#review-body" if request.htmx else ITEM_TEMPLATE
+    response = render(request, template, context, status=200 if request.htmx else 400)
+    if error is None:
+        target = decision.criterion.name if decision.criterion else "Whole sample"
+        verb = "kept" if decision.action == ReviewDecision.Action.KEEP else "discarded"
+        trigger_client_event(response, "toast", {"value": f"{target}: {verb}"})
+    return response
+
+
+@require_POST
+@lead_required
+def review_mark(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
+    project = project_get(slug=slug)
+    sample = _get_sample(project, sample_id)
+    filters = _filters_from_post(request)
+    if request.POST.get("reviewed", "1") == "1":
+        review_services.sample_mark_reviewed(sample=sample, by=request.user)
+    else:
+        review_services.sample_unmark_reviewed(sample=sample, by=request.user)
+    target = sample.pk
+    if request.POST.get("go") == "next":
+        nav = queue_selectors.review_neighbours(
+            queue=queue_selectors.review_queue(project=project, filters=filters),
+            sample_id=sample.pk,
+        )
+        if nav["next_id"] is None:
+            return redirect(reverse("review-queue", args=[slug]) + filters.querystring())
+        target = nav["next_id"]
+    return redirect(reverse("review-item", args=[slug, target]) + filters.querystring())
