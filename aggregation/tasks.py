@@ -1,1 +1,3 @@
 """Celery tasks of the aggregation app (autodiscovered); each task module is imported here."""
+
+from .tasks_export import version_build_task  # noqa: F401

@@ -1,3 +1,20 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .views import tokens, versions
+
+urlpatterns = [
+    path("projects/<slug:slug>/versions/", versions.versions, name="versions"),
+    path("projects/<slug:slug>/versions/build/", versions.version_build, name="version-build"),
+    path(
+        "projects/<slug:slug>/versions/<int:number>/",
+        versions.version_detail,
+        name="version-detail",
+    ),
+    path(
+        "projects/<slug:slug>/versions/<int:number>/files/<str:kind>",
+        versions.version_file,
+        name="version-file",
+    ),
+    path("tokens/", tokens.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token-revoke"),
+]

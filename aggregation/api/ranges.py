@@ -1,0 +1,34 @@
+"""HTTP byte ranges (RFC 9110 section 14): one range per request; several get the whole file."""
+
+from __future__ import annotations
+
+import re
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class RangeNotSatisfiable(Exception):
+    """The Range header is malformed or lies outside the file."""
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """``(first, last)`` inclusive for a ``Range`` header, or None to send the whole file."""
+    if not header:
+        return None
+    header = header.strip().replace(" ", "")
+    if "," in header:
+        return None  # several ranges: answered with the whole file (allowed by the RFC)
+    match = _RANGE.match(header)
+    if not match or (not match[1] and not match[2]):
+        raise RangeNotSatisfiable(f"malformed range {header!r}")
+    first, last = match[1], match[2]
+    if not first:  # the last N bytes
+        length = int(last)
+        if length == 0 or size == 0:
+            raise RangeNotSatisfiable("empty suffix range")
+        return max(0, size - length), size - 1
+    start = int(first)
+    end = int(last) if last else size - 1
+    if start >= size or end < start:
+        raise RangeNotSatisfiable(f"range {header!r} outside 0-{size - 1}")
+    return start, min(end, size - 1)

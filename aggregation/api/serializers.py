@@ -1,0 +1,119 @@
+"""Input and output serializers of the dataset API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from annotation.models import Split
+
+from ..export.rows import ROW_FIELDS, VOTES_FIELD
+from ..models import DatasetFile
+
+
+def _absolute(context: dict[str, Any], path: str) -> str:
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+class ProjectOutSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    versions = serializers.IntegerField(source="n_versions", help_text="Ready versions.")
+    latest_version = serializers.IntegerField(allow_null=True)
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, project: Any) -> str:
+        return _absolute(self.context, reverse("api-versions", args=[project.slug]))
+
+
+class FileOutSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=DatasetFile.Kind.choices)
+    name = serializers.SerializerMethodField()
+    size = serializers.IntegerField(help_text="Bytes.")
+    sha256 = serializers.CharField(help_text="Also the download's ETag.")
+    url = serializers.SerializerMethodField()
+
+    def get_name(self, record: DatasetFile) -> str:
+        return record.file.name.rsplit("/", 1)[-1]
+
+    def get_url(self, record: DatasetFile) -> str:
+        version = record.version
+        path = reverse("api-version-file", args=[version.project.slug, version.number, record.kind])
+        return _absolute(self.context, path)
+
+
+class VersionOutSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    row_count = serializers.IntegerField()
+    include_votes = serializers.BooleanField()
+    include_seeds = serializers.BooleanField()
+    data_sha256 = serializers.SerializerMethodField(
+        help_text="Digest of the data files' checksums: equal for equal content."
+    )
+    files = FileOutSerializer(many=True)
+    url = serializers.SerializerMethodField()
+    rows_url = serializers.SerializerMethodField()
+
+    def get_data_sha256(self, version: Any) -> str | None:
+        return (version.manifest or {}).get("data_sha256")
+
+    def get_url(self, version: Any) -> str:
+        return _absolute(
+            self.context, reverse("api-version", args=[version.project.slug, version.number])
+        )
+
+    def get_rows_url(self, version: Any) -> str:
+        return _absolute(
+            self.context, reverse("api-version-rows", args=[version.project.slug, version.number])
+        )
+
+
+class VersionDetailOutSerializer(VersionOutSerializer):
+    manifest = serializers.JSONField(help_text="The version's manifest.json, as stored.")
+
+
+class VoteOutSerializer(serializers.Serializer):
+    annotator = serializers.CharField(help_text="Pseudonym, stable within the version.")
+    choice = serializers.ChoiceField(choices=["model_a", "model_b", "tie"])
+    rationale = serializers.CharField()
+
+
+class RowOutSerializer(serializers.Serializer):
+    """One exported row, in the published field order (protocol section 6)."""
+
+    question_id = serializers.CharField()
+    prompt_id = serializers.CharField()
+    split = serializers.ChoiceField(choices=Split.choices)
+    criterion = serializers.CharField()
+    question = serializers.CharField()
+    image_path = serializers.CharField(allow_null=True, help_text="Relative to the zip's root.")
+    pred_a = serializers.CharField()
+    pred_b = serializers.CharField()
+    model_a = serializers.CharField()
+    model_b = serializers.CharField()
+    preference = serializers.ChoiceField(choices=["model_a", "model_b"])
+    votes = VoteOutSerializer(many=True, required=False, help_text="Only in versions with votes.")
+
+    def to_representation(self, row: Any) -> dict[str, Any]:
+        data = row.data
+        out = {field: data.get(field) for field in ROW_FIELDS}
+        if VOTES_FIELD in data:
+            out[VOTES_FIELD] = data[VOTES_FIELD]
+        return out
+
+
+class RowsQuerySerializer(serializers.Serializer):
+    split = serializers.ChoiceField(choices=Split.choices, required=False)
+    criterion = serializers.SlugField(max_length=60, required=False)
+    page = serializers.IntegerField(min_value=1, required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=1000, required=False)
+
+
+class ErrorOutSerializer(serializers.Serializer):
+    detail = serializers.CharField()

@@ -1,0 +1,262 @@
+"""The dataset API: projects, versions, manifests, rows and file downloads (read-only).
+
+Authentication: an API token (``Authorization: Token <key>``) or a browser session. Who reads
+what is :func:`aggregation.selectors_export.project_readable`; every endpoint only shows ready
+versions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import permissions, renderers
+from rest_framework.decorators import api_view, permission_classes, renderer_classes
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotation.models import ApiToken, Project
+
+from .. import selectors_export as selectors
+from ..models import DatasetFile, DatasetVersion
+from .ranges import RangeNotSatisfiable, byte_range
+from .serializers import (
+    ErrorOutSerializer,
+    ProjectOutSerializer,
+    RowOutSerializer,
+    RowsQuerySerializer,
+    VersionDetailOutSerializer,
+    VersionOutSerializer,
+)
+
+READ_SCOPES = {"read", "predictions"}
+STREAM_CHUNK = 64 * 1024
+CONTENT_TYPES = {
+    DatasetFile.Kind.JSONL: "application/x-ndjson",
+    DatasetFile.Kind.JSONL_ZIP: "application/zip",
+    DatasetFile.Kind.PARQUET: "application/vnd.apache.parquet",
+    DatasetFile.Kind.MANIFEST: "application/json",
+}
+TAGS = ["datasets"]
+AUTH_ERRORS = {
+    401: OpenApiResponse(ErrorOutSerializer, description="No, unknown or revoked token."),
+    403: OpenApiResponse(ErrorOutSerializer, description="Not allowed to read this project."),
+}
+
+
+class CanReadDatasets(permissions.BasePermission):
+    """Logged in (session) or a live token whose scope includes reading."""
+
+    message = "This API token's scope does not allow reading datasets."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        if isinstance(request.auth, ApiToken):
+            scopes = {s for s in re.split(r"[\s,]+", request.auth.scope or "") if s}
+            return bool(scopes & READ_SCOPES)
+        return True
+
+
+class RowsPagination(PageNumberPagination):
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+
+class AnyMediaRenderer(renderers.BaseRenderer):
+    """Lets a download answer any ``Accept``; the body is already bytes."""
+
+    media_type = "*/*"
+    format = "file"
+    charset = None
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context=None):
+        return data if isinstance(data, bytes) else renderers.JSONRenderer().render(data)
+
+
+def _project(request: Request, slug: str) -> Project:
+    project = get_object_or_404(Project, slug=slug)
+    if not selectors.project_readable(user=request.user, project=project):
+        raise PermissionDenied("You may not read this project's datasets.")
+    return project
+
+
+def _version(request: Request, slug: str, number: int) -> DatasetVersion:
+    project = _project(request, slug)
+    return get_object_or_404(selectors.versions_ready(project=project), number=number)
+
+
+@extend_schema(
+    operation_id="projects_list",
+    summary="The projects you may read",
+    responses={200: ProjectOutSerializer(many=True), **AUTH_ERRORS},
+    tags=TAGS,
+)
+@api_view(["GET"])
+@permission_classes([CanReadDatasets])
+def projects_list(request: Request) -> Response:
+    projects = selectors.projects_readable(user=request.user)
+    return Response(ProjectOutSerializer(projects, many=True, context={"request": request}).data)
+
+
+@extend_schema(
+    operation_id="versions_list",
+    summary="A project's ready dataset versions, newest first",
+    responses={200: VersionOutSerializer(many=True), **AUTH_ERRORS},
+    tags=TAGS,
+)
+@api_view(["GET"])
+@permission_classes([CanReadDatasets])
+def versions_list(request: Request, slug: str) -> Response:
+    versions = selectors.versions_ready(project=_project(request, slug))
+    return Response(VersionOutSerializer(versions, many=True, context={"request": request}).data)
+
+
+@extend_schema(
+    operation_id="version_detail",
+    summary="One dataset version with its manifest and files",
+    responses={200: VersionDetailOutSerializer, 404: ErrorOutSerializer, **AUTH_ERRORS},
+    tags=TAGS,
+)
+@api_view(["GET"])
+@permission_classes([CanReadDatasets])
+def version_detail(request: Request, slug: str, number: int) -> Response:
+    version = _version(request, slug, number)
+    return Response(VersionDetailOutSerializer(version, context={"request": request}).data)
+
+
+@extend_schema(
+    operation_id="version_rows",
+    summary="A version's rows, paginated, optionally filtered by split and criterion",
+    parameters=[RowsQuerySerializer],
+    responses={200: RowOutSerializer(many=True), 400: OpenApiTypes.OBJECT, **AUTH_ERRORS},
+    tags=TAGS,
+)
+@api_view(["GET"])
+@permission_classes([CanReadDatasets])
+def version_rows(request: Request, slug: str, number: int) -> Response:
+    version = _version(request, slug, number)
+    query = RowsQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    rows = selectors.version_rows(
+        version=version,
+        split=query.validated_data.get("split"),
+        criterion=query.validated_data.get("criterion"),
+    )
+    paginator = RowsPagination()
+    page = paginator.paginate_queryset(rows, request)
+    return paginator.get_paginated_response(RowOutSerializer(page, many=True).data)
+
+
+def _stream(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
+    try:
+        fh.seek(start)
+        remaining = length
+        while remaining > 0:
+            chunk = fh.read(min(STREAM_CHUNK, remaining))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        fh.close()
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    tags = {t.strip().removeprefix("W/") for t in header.split(",")}
+    return "*" in tags or etag in tags
+
+
+@extend_schema(
+    operation_id="version_file",
+    summary="Download one file of a version (streamed; Range and ETag supported)",
+    description=(
+        "`kind` is jsonl, jsonl_zip, parquet or manifest. The ETag is the file's SHA-256: send "
+        "it in `If-None-Match` to get 304 when unchanged. One byte range per request "
+        "(`Range: bytes=0-1023`, `bytes=1024-`, `bytes=-512`) answers 206 with Content-Range; "
+        "a range outside the file answers 416."
+    ),
+    parameters=[
+        OpenApiParameter(
+            "kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(DatasetFile.Kind.values)
+        ),
+        OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False),
+        OpenApiParameter(
+            "If-None-Match", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False
+        ),
+    ],
+    responses={
+        (200, "application/octet-stream"): OpenApiTypes.BINARY,
+        (206, "application/octet-stream"): OpenApiResponse(
+            OpenApiTypes.BINARY, description="The requested range."
+        ),
+        304: OpenApiResponse(description="Not modified (ETag matched)."),
+        404: ErrorOutSerializer,
+        416: OpenApiResponse(description="Range not satisfiable."),
+        **AUTH_ERRORS,
+    },
+    tags=TAGS,
+)
+@api_view(["GET", "HEAD"])
+@permission_classes([CanReadDatasets])
+@renderer_classes([renderers.JSONRenderer, AnyMediaRenderer])
+def version_file(request: Request, slug: str, number: int, kind: str) -> HttpResponse:
+    version = _version(request, slug, number)
+    record = selectors.version_file(version=version, kind=kind)
+    if record is None:
+        raise Http404(f"Version {number} has no {kind!r} file.")
+    return file_response(request, record)
+
+
+def file_response(request: Any, record: DatasetFile) -> HttpResponse:
+    """A streamed response for a stored version file, honouring Range and If-None-Match."""
+    etag = f'"{record.sha256}"'
+    size = record.size
+    name = record.file.name.rsplit("/", 1)[-1]
+    headers = {
+        "ETag": etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "private, max-age=0, must-revalidate",
+    }
+    if _etag_matches(request.headers.get("If-None-Match", ""), etag):
+        response = HttpResponse(status=304)
+        for key, value in headers.items():
+            response[key] = value
+        return response
+    range_header = request.headers.get("Range")
+    if_range = request.headers.get("If-Range")
+    if if_range and if_range.strip() != etag:
+        range_header = None  # the client's copy is stale: send the whole file
+    try:
+        wanted = byte_range(range_header, size)
+    except RangeNotSatisfiable as exc:
+        response = HttpResponse(str(exc), status=416, content_type="text/plain")
+        response["Content-Range"] = f"bytes */{size}"
+        response["Accept-Ranges"] = "bytes"
+        return response
+    first, last = wanted if wanted is not None else (0, size - 1)
+    length = max(0, last - first + 1)
+    status = 206 if wanted is not None else 200
+    if request.method == "HEAD":
+        response = HttpResponse(status=status)
+    else:
+        response = StreamingHttpResponse(
+            _stream(record.file.storage.open(record.file.name, "rb"), first, length),
+            status=status,
+        )
+    response["Content-Type"] = CONTENT_TYPES.get(record.kind, "application/octet-stream")
+    response["Content-Length"] = str(length)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    if status == 206:
+        response["Content-Range"] = f"bytes {first}-{last}/{size}"
+    for key, value in headers.items():
+        response[key] = value
+    return response

@@ -1,0 +1,224 @@
+"""Build the export files of a project's current labels in a directory, streaming in chunks."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.core.files.storage import default_storage
+
+from annotation.models import Project, Vote
+
+from ..selectors_review import exportable_labels
+from .rows import Pseudonyms, SampleFields, has_conflict, row_build
+from .writers import JsonlWriter, ParquetRowWriter, file_digest, zip_write
+
+CHUNK_SIZE = 500
+
+# The files of a version, by DatasetFile kind, and the name each gets (``{stem}`` is
+# ``<project slug>-v<number>``). The names are only on disk: no data file holds its own name.
+FILE_NAMES = {
+    "jsonl": "{stem}.jsonl",
+    "jsonl_zip": "{stem}.zip",
+    "parquet": "{stem}.parquet",
+}
+ProgressFn = Callable[..., None]
+RowsSink = Callable[[list[dict[str, Any]]], None]
+
+
+@dataclass
+class SplitStats:
+    rows: int = 0
+    prompts: int = 0
+    conflict_prompts: int = 0
+    per_criterion: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "prompts": self.prompts,
+            "conflict_prompts": self.conflict_prompts,
+            "conflict_share": round(self.conflict_prompts / self.prompts, 4)
+            if self.prompts
+            else None,
+            "per_criterion": dict(sorted(self.per_criterion.items())),
+        }
+
+
+@dataclass
+class BuildResult:
+    files: dict[str, Path]  # kind -> path
+    digests: dict[str, tuple[str, int]]  # kind -> (sha256, size)
+    per_split: dict[str, SplitStats]
+    rows: int
+    images: int
+    annotators: int
+
+    def counts(self) -> dict[str, Any]:
+        prompts = sum(s.prompts for s in self.per_split.values())
+        conflicts = sum(s.conflict_prompts for s in self.per_split.values())
+        return {
+            "rows": self.rows,
+            "prompts": prompts,
+            "images": self.images,
+            "conflict_prompts": conflicts,
+            "conflict_share": round(conflicts / prompts, 4) if prompts else None,
+            "per_split": {k: v.as_dict() for k, v in sorted(self.per_split.items())},
+        }
+
+
+def _chunks(project: Project, include_seeds: bool) -> Iterator[list[Any]]:
+    labels = exportable_labels(project=project, include_seeds=include_seeds).only(
+        "id",
+        "preference",
+        "vote_ids",
+        "criterion__key",
+        "sample__external_id",
+        "sample__split",
+        "sample__question",
+        "sample__response_a",
+        "sample__response_b",
+        "sample__model_a",
+        "sample__model_b",
+        "sample__image",
+    )
+    chunk: list[Any] = []
+    for label in labels.iterator(chunk_size=2000):
+        chunk.append(label)
+        if len(chunk) >= CHUNK_SIZE:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _votes_by_id(chunk: list[Any]) -> dict[int, dict[str, Any]]:
+    ids = [int(i) for label in chunk for i in (label.vote_ids or [])]
+    if not ids:
+        return {}
+    values = Vote.objects.filter(id__in=ids).values("id", "annotator_id", "choice", "rationale")
+    return {v["id"]: v for v in values}
+
+
+def _read_image(name: str) -> bytes:
+    with default_storage.open(name, "rb") as fh:
+        return fh.read()
+
+
+def export_count(*, project: Project, include_seeds: bool) -> int:
+    return exportable_labels(project=project, include_seeds=include_seeds).count()
+
+
+def export_build(
+    *,
+    project: Project,
+    out_dir: Path,
+    stem: str,
+    include_votes: bool = False,
+    include_seeds: bool = False,
+    on_rows: RowsSink | None = None,
+    progress: ProgressFn | None = None,
+) -> BuildResult:
+    """Write the JSONL, zip and Parquet files of the exportable labels into ``out_dir``.
+
+    ``on_rows`` receives each chunk of rows (to freeze them as DatasetRow records);
+    ``progress(done, total, message)`` is called once per chunk.
+    """
+    total = export_count(project=project, include_seeds=include_seeds)
+    paths = {kind: out_dir / pattern.format(stem=stem) for kind, pattern in FILE_NAMES.items()}
+    image_list = out_dir / "images.tsv"  # (relative path, storage name) in row order
+    pseudonyms = Pseudonyms()
+    per_split: dict[str, SplitStats] = defaultdict(SplitStats)
+    prompt_key: tuple[str, str] | None = None
+    prompt_prefs: list[str] = []
+    done = images = 0
+
+    def close_prompt() -> None:
+        if prompt_key is not None:
+            stats = per_split[prompt_key[0]]
+            stats.prompts += 1
+            stats.conflict_prompts += has_conflict(prompt_prefs)
+
+    jsonl = JsonlWriter(paths["jsonl"])
+    parquet = ParquetRowWriter(
+        paths["parquet"], include_votes=include_votes, read_image=_read_image
+    )
+    try:
+        with open(image_list, "w", encoding="utf-8") as image_fh:
+            for chunk in _chunks(project, include_seeds):
+                votes = _votes_by_id(chunk) if include_votes else {}
+                rows: list[dict[str, Any]] = []
+                names: list[str] = []
+                for label in chunk:
+                    sample = label.sample
+                    fields = SampleFields(
+                        prompt_id=sample.external_id,
+                        split=sample.split,
+                        question=sample.question,
+                        pred_a=sample.response_a,
+                        pred_b=sample.response_b,
+                        model_a=sample.model_a,
+                        model_b=sample.model_b,
+                        image_name=sample.image.name or "",
+                    )
+                    row_votes = None
+                    if include_votes:
+                        found = [votes[int(i)] for i in label.vote_ids or [] if int(i) in votes]
+                        row_votes = pseudonyms.votes(found)
+                    row = row_build(
+                        fields,
+                        criterion=label.criterion.key,
+                        preference=label.preference,
+                        votes=row_votes,
+                    )
+                    key = (row["split"], row["prompt_id"])
+                    if key != prompt_key:
+                        close_prompt()
+                        prompt_key, prompt_prefs[:] = key, []
+                        if row["image_path"]:
+                            image_fh.write(f"{row['image_path']}\t{fields.image_name}\n")
+                            images += 1
+                    prompt_prefs.append(row["preference"])
+                    stats = per_split[row["split"]]
+                    stats.rows += 1
+                    stats.per_criterion[row["criterion"]] += 1
+                    rows.append(row)
+                    names.append(fields.image_name)
+                jsonl.write(rows)
+                parquet.write(rows, names)
+                if on_rows is not None:
+                    on_rows(rows)
+                done += len(rows)
+                if progress is not None:
+                    progress(done, total, f"{done} of {total} rows")
+            close_prompt()
+    finally:
+        jsonl.close()
+        parquet.close()
+
+    def image_entries() -> Iterator[tuple[str, str]]:
+        with open(image_list, encoding="utf-8") as fh:
+            for line in fh:
+                relpath, name = line.rstrip("\n").split("\t", 1)
+                yield relpath, name
+
+    if progress is not None:
+        progress(done, total, "Writing the zip with the images")
+    zip_write(
+        paths["jsonl_zip"],
+        jsonl=paths["jsonl"],
+        images=image_entries(),
+        open_image=lambda name: default_storage.open(name, "rb"),
+    )
+    image_list.unlink()
+    return BuildResult(
+        files=paths,
+        digests={kind: file_digest(path) for kind, path in paths.items()},
+        per_split=dict(per_split),
+        rows=done,
+        images=images,
+        annotators=len(pseudonyms),
+    )

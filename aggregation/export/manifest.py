@@ -1,0 +1,78 @@
+"""The manifest of a dataset version: what it holds, how it was made, and the files' checksums.
+
+The data files (JSONL, zip, Parquet) are reproducible: building again from the same labels gives
+the same bytes. The manifest itself is not (it holds the version number and the build time), so
+its ``files`` section, and ``data_sha256`` which digests it, are the reproducibility witness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+FORMAT = "multi-crit-studio/dataset@1"
+
+# Protocol section 5: three votes per (sample, criterion); categories A, B, tie.
+AGGREGATION_RULE: dict[str, Any] = {
+    "name": "unanimous_or_majority_plus_tie",
+    "kept": {
+        "kept_unanimous": "all votes prefer the same response (A, A, A or B, B, B)",
+        "kept_majority_tie": "all but one prefer the same response and the other is a tie "
+        "(A, A, tie or B, B, tie)",
+    },
+    "dropped": {
+        "dropped_split": "votes for both A and B",
+        "dropped_ties": "two or more ties",
+        "dropped_missing": "fewer votes than annotators per sample",
+    },
+    "review": "labels and samples the lead discarded on review are left out",
+    "conflict": "a prompt has a conflict when two of its kept criteria prefer opposite responses",
+}
+
+
+def data_sha256(files: list[dict[str, Any]]) -> str:
+    """One digest over the data files' kinds and checksums (their names hold the version)."""
+    lines = sorted(f"{f['kind']} {f['sha256']}" for f in files if f["reproducible"])
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def manifest_build(
+    *,
+    project: dict[str, Any],
+    version: int,
+    created: str,
+    created_by: str | None,
+    options: dict[str, Any],
+    rule: dict[str, Any],
+    counts: dict[str, Any],
+    agreement: dict[str, Any],
+    files: list[dict[str, Any]],
+    columns: list[str],
+) -> dict[str, Any]:
+    """Assemble the manifest; ``files`` are ``{"name", "kind", "size", "sha256"}`` entries."""
+    entries = [{**f, "reproducible": True} for f in sorted(files, key=lambda f: f["kind"])]
+    return {
+        "format": FORMAT,
+        "project": project,
+        "version": version,
+        "created": created,
+        "created_by": created_by,
+        "options": options,
+        "aggregation_rule": rule,
+        "columns": columns,
+        "counts": counts,
+        "agreement": agreement,
+        "files": entries,
+        "data_sha256": data_sha256(entries),
+        "reproducibility": (
+            "The files listed here are byte-identical when the version is built again from the "
+            "same labels and review decisions; compare data_sha256. This manifest is not: it "
+            "holds the version number and the build time."
+        ),
+    }
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode()

@@ -1,0 +1,139 @@
+"""The exported row (protocol section 6) and the stable annotator pseudonyms of one version."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Field order of the Parquet schema; JSONL lines are written with sorted keys.
+ROW_FIELDS: tuple[str, ...] = (
+    "question_id",
+    "prompt_id",
+    "split",
+    "criterion",
+    "question",
+    "image_path",
+    "pred_a",
+    "pred_b",
+    "model_a",
+    "model_b",
+    "preference",
+)
+VOTES_FIELD = "votes"
+IMAGES_DIR = "images"
+
+PREFERENCE_NAMES = {"A": "model_a", "B": "model_b"}
+CHOICE_NAMES = {"A": "model_a", "B": "model_b", "tie": "tie"}
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_EXT = re.compile(r"^[a-z0-9]{1,8}$")
+
+
+def question_id_for(prompt_id: str, criterion: str) -> str:
+    return f"{prompt_id}__{criterion}"
+
+
+def preference_name(preference: str) -> str:
+    """Map a label's canonical ``A``/``B`` to the published ``model_a``/``model_b``."""
+    try:
+        return PREFERENCE_NAMES[preference]
+    except KeyError:
+        raise ValueError(f"a kept label must prefer A or B, got {preference!r}") from None
+
+
+def image_relpath(prompt_id: str, source_name: str) -> str | None:
+    """``images/<prompt_id>.<ext>`` for the sample's stored image, or None without one.
+
+    An id with characters unsafe in a path (``/``, ``..``, spaces) is rewritten and suffixed with
+    a short hash of the original, so two ids never share a file and no path leaves ``images/``.
+    """
+    if not source_name:
+        return None
+    ext = source_name.rsplit(".", 1)[-1].lower() if "." in source_name else ""
+    if not _EXT.match(ext):
+        ext = "bin"
+    stem = _UNSAFE.sub("_", prompt_id).lstrip(".")
+    if stem != prompt_id or not stem:
+        stem = f"{stem or 'sample'}-{hashlib.sha256(prompt_id.encode()).hexdigest()[:8]}"
+    return f"{IMAGES_DIR}/{stem}.{ext}"
+
+
+@dataclass(frozen=True)
+class SampleFields:
+    """What a row needs from its sample."""
+
+    prompt_id: str
+    split: str
+    question: str
+    pred_a: str
+    pred_b: str
+    model_a: str
+    model_b: str
+    image_name: str  # storage name of the image ("" when the sample has none)
+
+
+def row_build(
+    sample: SampleFields,
+    *,
+    criterion: str,
+    preference: str,
+    votes: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """One exported row; ``votes`` (already pseudonymised) adds the optional ``votes`` column."""
+    row: dict[str, Any] = {
+        "question_id": question_id_for(sample.prompt_id, criterion),
+        "prompt_id": sample.prompt_id,
+        "split": sample.split,
+        "criterion": criterion,
+        "question": sample.question,
+        "image_path": image_relpath(sample.prompt_id, sample.image_name),
+        "pred_a": sample.pred_a,
+        "pred_b": sample.pred_b,
+        "model_a": sample.model_a,
+        "model_b": sample.model_b,
+        "preference": preference_name(preference),
+    }
+    if votes is not None:
+        row[VOTES_FIELD] = votes
+    return row
+
+
+class Pseudonyms:
+    """``annotator_01``, ``annotator_02``, ... in order of first appearance in the export.
+
+    The export's row order is deterministic and each row's votes are visited by annotator id, so
+    the same labels give the same names; the names say nothing about accounts or usernames.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[int, str] = {}
+
+    def name(self, annotator_id: int) -> str:
+        if annotator_id not in self._names:
+            self._names[annotator_id] = f"annotator_{len(self._names) + 1:02d}"
+        return self._names[annotator_id]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def votes(self, votes: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+        """Pseudonymise ``{"annotator_id", "choice", "rationale"}`` records, sorted by name."""
+        ordered = sorted(votes, key=lambda v: (v["annotator_id"], v.get("id", 0)))
+        out = [
+            {
+                "annotator": self.name(int(v["annotator_id"])),
+                "choice": CHOICE_NAMES.get(v["choice"], v["choice"]),
+                "rationale": v["rationale"],
+            }
+            for v in ordered
+        ]
+        return sorted(out, key=lambda v: int(v["annotator"].rsplit("_", 1)[1]))
+
+
+def has_conflict(preferences: Iterable[str]) -> bool:
+    """A prompt has a conflict when two of its kept criteria prefer opposite responses."""
+    seen = set(preferences)
+    return "model_a" in seen and "model_b" in seen

@@ -1,0 +1,174 @@
+"""Deterministic, streaming writers: JSONL, zip (JSONL + images) and Parquet with images.
+
+Building twice from the same rows gives byte-identical files: keys are sorted, rows keep their
+order, zip entries carry a fixed timestamp and fixed attributes, and no file holds a creation
+time or the version number. Each writer takes rows in chunks, so memory stays at one chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .rows import ROW_FIELDS, VOTES_FIELD
+
+COPY_CHUNK = 1024 * 1024
+# The earliest time a zip entry can hold (DOS epoch): the same for every build.
+ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+ZIP_FILE_MODE = 0o644 << 16
+JSONL_ENTRY = "rows.jsonl"
+
+
+def jsonl_line(row: dict[str, Any]) -> bytes:
+    return (
+        json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    ).encode()
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """SHA-256 (hex) and size of a file, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(COPY_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+class JsonlWriter:
+    """One JSON object a line, UTF-8, keys sorted."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed in close()
+
+    def write(self, rows: Iterable[dict[str, Any]]) -> None:
+        self._fh.writelines(jsonl_line(row) for row in rows)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _string_field(name: str) -> dict[str, str]:
+    return {"dtype": "string", "_type": "Value"}
+
+
+def parquet_schema(*, include_votes: bool) -> pa.Schema:
+    """The Parquet schema, with the Hugging Face ``datasets`` features in its metadata.
+
+    ``image`` is the ``datasets.Image`` layout (a struct of ``bytes`` and ``path``), so
+    ``load_dataset("parquet", ...)`` decodes it to a PIL image; pandas reads it as a dict.
+    """
+    fields: list[pa.Field] = []
+    features: dict[str, Any] = {}
+    for name in ROW_FIELDS:
+        if name == "image_path":
+            fields.append(
+                pa.field("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+            )
+            features["image"] = {"_type": "Image"}
+        fields.append(pa.field(name, pa.string()))
+        features[name] = _string_field(name)
+    if include_votes:
+        vote = pa.struct(
+            [("annotator", pa.string()), ("choice", pa.string()), ("rationale", pa.string())]
+        )
+        fields.append(pa.field(VOTES_FIELD, pa.list_(vote)))
+        features[VOTES_FIELD] = {
+            "feature": {k: _string_field(k) for k in ("annotator", "choice", "rationale")},
+            "_type": "List",
+        }
+    metadata = {"huggingface": json.dumps({"info": {"features": features}}, sort_keys=True)}
+    return pa.schema(fields, metadata=metadata)
+
+
+class ParquetRowWriter:
+    """Writes each chunk of rows as one row group, images embedded as bytes."""
+
+    def __init__(
+        self, path: Path, *, include_votes: bool, read_image: Callable[[str], bytes]
+    ) -> None:
+        self.schema = parquet_schema(include_votes=include_votes)
+        self._include_votes = include_votes
+        self._read_image = read_image
+        self._writer = pq.ParquetWriter(
+            str(path), self.schema, compression="snappy", write_statistics=False
+        )
+
+    def write(self, rows: list[dict[str, Any]], image_names: list[str]) -> None:
+        """``image_names[i]`` is the storage name of row i's image ("" when it has none)."""
+        if not rows:
+            return
+        columns: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        cache: dict[str, bytes] = {}  # the criterion rows of one prompt share its image
+        for row, name in zip(rows, image_names, strict=True):
+            for field in ROW_FIELDS:
+                columns[field].append(row[field])
+            if name:
+                if name not in cache:
+                    cache.clear()
+                    cache[name] = self._read_image(name)
+                columns["image"].append({"bytes": cache[name], "path": row["image_path"]})
+            else:
+                columns["image"].append(None)
+            if self._include_votes:
+                columns[VOTES_FIELD].append(row.get(VOTES_FIELD) or [])
+        table = pa.Table.from_pydict(columns, schema=self.schema)
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _zip_info(name: str, *, compress: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=ZIP_DATE_TIME)
+    info.compress_type = compress
+    info.external_attr = ZIP_FILE_MODE
+    info.create_system = 3  # Unix, whatever the building machine is
+    return info
+
+
+def _copy(src: BinaryIO, dst: IO[bytes]) -> None:
+    while chunk := src.read(COPY_CHUNK):
+        dst.write(chunk)
+
+
+def zip_write(
+    path: Path,
+    *,
+    jsonl: Path,
+    images: Iterable[tuple[str, str]],
+    open_image: Callable[[str], BinaryIO],
+) -> int:
+    """Write ``rows.jsonl`` then each ``(relative path, storage name)`` image; returns the count.
+
+    Images are stored uncompressed (they already are compressed); the JSONL is deflated.
+    """
+    count = 0
+    with zipfile.ZipFile(path, "w", allowZip64=True) as zf:
+        with (
+            open(jsonl, "rb") as src,
+            zf.open(
+                _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED), "w", force_zip64=True
+            ) as dst,
+        ):
+            _copy(src, dst)
+        for relpath, name in images:
+            if relpath.startswith("/") or ".." in relpath.split("/"):
+                raise ValueError(f"unsafe image path {relpath!r}")
+            with (
+                open_image(name) as src,
+                zf.open(
+                    _zip_info(relpath, compress=zipfile.ZIP_STORED), "w", force_zip64=True
+                ) as dst,
+            ):
+                _copy(src, dst)
+            count += 1
+    return count

@@ -1,0 +1,230 @@
+"""Building dataset versions: numbered per project, frozen once ready.
+
+A version is built in three steps. The number is reserved (under a row lock on the project and
+the unique (project, number) constraint) and a ``building`` record committed, so the lead sees it
+in the list. The files are then written to a temporary directory from one consistent read of the
+labels, and in a single transaction the rows are frozen, the files stored and the status set to
+``ready``. Any error rolls that transaction back, removes stored files and marks the version
+``failed``: a failed version has no rows and no files, and the API only ever shows ready ones.
+
+Immutability: nothing here (or anywhere) changes a ready version; the ready flip is a conditional
+update of a ``building`` record, and on PostgreSQL triggers refuse any change to a ready version's
+rows, files or manifest.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.core.files import File
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import Project
+
+from ..export.build import BuildResult, export_build
+from ..export.manifest import AGGREGATION_RULE, MANIFEST_NAME, manifest_build, manifest_bytes
+from ..export.rows import ROW_FIELDS, VOTES_FIELD
+from ..export.writers import file_digest
+from ..models import AgreementSnapshot, DatasetFile, DatasetRow, DatasetVersion
+
+logger = logging.getLogger(__name__)
+
+ProgressFn = Callable[..., None]
+
+
+class VersionImmutable(Exception):
+    """Raised on an attempt to change a version that is no longer building."""
+
+
+def _number_reserve(
+    *, project: Project, by: Any, include_votes: bool, include_seeds: bool, job: Any
+) -> DatasetVersion:
+    for _attempt in range(5):
+        try:
+            with transaction.atomic():
+                Project.objects.select_for_update().filter(pk=project.pk).first()
+                last = DatasetVersion.objects.filter(project=project).aggregate(n=Max("number"))
+                return DatasetVersion.objects.create(
+                    project=project,
+                    number=(last["n"] or 0) + 1,
+                    status=DatasetVersion.Status.BUILDING,
+                    include_votes=include_votes,
+                    include_seeds=include_seeds,
+                    job=job,
+                    created_by=by if getattr(by, "is_authenticated", False) else None,
+                )
+        except IntegrityError:
+            # A concurrent build took the number (SQLite has no row lock): take the next one.
+            continue
+    raise RuntimeError("could not reserve a version number after 5 attempts")
+
+
+def _consistent_read(*, outermost: bool) -> None:
+    # Every query of the build sees the same snapshot, so labels, votes and review decisions
+    # written while it runs never mix into it. Only the outermost transaction can set it.
+    if outermost and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
+def _agreement(project: Project) -> dict[str, Any]:
+    snapshots = AgreementSnapshot.objects.filter(project=project).order_by("split")
+    return {s.split: s.figures for s in snapshots}
+
+
+def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]]], None]:
+    def sink(rows: list[dict[str, Any]]) -> None:
+        DatasetRow.objects.bulk_create(
+            DatasetRow(
+                version=version,
+                question_id=row["question_id"],
+                prompt_id=row["prompt_id"],
+                split=row["split"],
+                criterion=row["criterion"],
+                preference=row["preference"],
+                data=row,
+            )
+            for row in rows
+        )
+
+    return sink
+
+
+def _file_storage() -> Any:
+    return DatasetFile._meta.get_field("file").storage
+
+
+def _store(version: DatasetVersion, kind: str, path: Path, stored: list[str]) -> DatasetFile:
+    sha, size = file_digest(path)
+    record = DatasetFile(version=version, kind=kind, size=size, sha256=sha)
+    with open(path, "rb") as fh:
+        record.file.save(path.name, File(fh), save=False)
+    stored.append(record.file.name)
+    record.save()
+    return record
+
+
+def _manifest(version: DatasetVersion, result: BuildResult, by: Any) -> dict[str, Any]:
+    project = version.project
+    files = [
+        {"name": result.files[kind].name, "kind": kind, "sha256": sha, "size": size}
+        for kind, (sha, size) in result.digests.items()
+    ]
+    columns = [
+        "question_id",
+        "prompt_id",
+        "split",
+        "criterion",
+        "question",
+        "image",
+        *[
+            f
+            for f in ROW_FIELDS
+            if f not in {"question_id", "prompt_id", "split", "criterion", "question"}
+        ],
+    ]
+    if version.include_votes:
+        columns.append(VOTES_FIELD)
+    return manifest_build(
+        project={"slug": project.slug, "name": project.name},
+        version=version.number,
+        created=timezone.now().replace(microsecond=0).isoformat(),
+        created_by=getattr(by, "username", None),
+        options={
+            "include_votes": version.include_votes,
+            "include_seeds": version.include_seeds,
+            "annotators_per_sample": project.annotators_per_sample,
+            "pseudonymised_annotators": result.annotators if version.include_votes else None,
+        },
+        rule=AGGREGATION_RULE,
+        counts=result.counts(),
+        agreement=_agreement(project),
+        files=files,
+        columns=columns,
+    )
+
+
+def version_build(
+    *,
+    project: Project,
+    by: Any,
+    include_votes: bool = False,
+    include_seeds: bool | None = None,
+    job: Any = None,
+    progress: ProgressFn | None = None,
+) -> DatasetVersion:
+    """Build and freeze a new version of the project's exportable labels; return it ready.
+
+    ``include_seeds`` defaults to the project's setting. On error the version is marked failed
+    (with the error in its note, no rows, no files) and the error re-raised.
+    """
+    if include_seeds is None:
+        include_seeds = project.export_includes_seeds
+    version = _number_reserve(
+        project=project, by=by, include_votes=include_votes, include_seeds=include_seeds, job=job
+    )
+    stored: list[str] = []
+    outermost = not connection.in_atomic_block
+    try:
+        with tempfile.TemporaryDirectory(prefix="export-") as tmp, transaction.atomic():
+            _consistent_read(outermost=outermost)
+            result = export_build(
+                project=project,
+                out_dir=Path(tmp),
+                stem=f"{project.slug}-v{version.number}",
+                include_votes=include_votes,
+                include_seeds=include_seeds,
+                on_rows=_rows_sink(version),
+                progress=progress,
+            )
+            for kind, path in result.files.items():
+                _store(version, kind, path, stored)
+            manifest = _manifest(version, result, by)
+            manifest_path = Path(tmp) / MANIFEST_NAME
+            manifest_path.write_bytes(manifest_bytes(manifest))
+            _store(version, DatasetFile.Kind.MANIFEST, manifest_path, stored)
+            updated = DatasetVersion.objects.filter(
+                pk=version.pk, status=DatasetVersion.Status.BUILDING
+            ).update(status=DatasetVersion.Status.READY, manifest=manifest, row_count=result.rows)
+            if not updated:
+                raise VersionImmutable(f"version {version.number} is no longer building")
+    except BaseException as exc:
+        for name in stored:
+            try:
+                _file_storage().delete(name)
+            except OSError:
+                logger.exception("could not remove %s", name)
+        DatasetVersion.objects.filter(pk=version.pk, status=DatasetVersion.Status.BUILDING).update(
+            status=DatasetVersion.Status.FAILED,
+            note=f"Build failed: {exc or exc.__class__.__name__}"[:2000],
+        )
+        raise
+    version.refresh_from_db()
+    return version
+
+
+def version_build_start(
+    *, project: Project, by: Any, include_votes: bool = False, include_seeds: bool | None = None
+) -> Any:
+    """Create a BUILD_VERSION job and enqueue its task once the transaction commits."""
+    from annotation.models import Job
+    from annotation.services.jobs import job_create, job_enqueue
+
+    from ..tasks_export import version_build_task
+
+    with transaction.atomic():
+        job = job_create(
+            kind=Job.Kind.BUILD_VERSION,
+            project=project,
+            created_by=by,
+            params={"include_votes": include_votes, "include_seeds": include_seeds},
+            message="Waiting for a worker",
+        )
+        job_enqueue(job, version_build_task)
+    return job

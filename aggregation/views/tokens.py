@@ -1,0 +1,65 @@
+"""The lead's API tokens page: create a token for a user (key shown once) and revoke tokens."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation.models import ApiToken
+from annotation.permissions import lead_required
+
+from ..services.tokens import SCOPES, token_create, token_revoke
+
+
+def _context(**extra: object) -> dict[str, object]:
+    users = get_user_model().objects.filter(is_active=True).order_by("username")
+    tokens = ApiToken.objects.select_related("user", "created_by").order_by(
+        "revoked_at", "-created_at"
+    )
+    return {"tokens": tokens, "users": users, "scopes": SCOPES.items(), **extra}
+
+
+@lead_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "aggregation/tokens.html", _context())
+    errors: dict[str, list[str]] = {}
+    user = get_user_model().objects.filter(pk=request.POST.get("user") or None).first()
+    form = {k: request.POST.get(k, "") for k in ("user", "name", "scope")}
+    if user is None:
+        errors["user"] = ["Choose the user the token acts for."]
+    else:
+        try:
+            token, key = token_create(
+                user=user,
+                name=form["name"],
+                scope=form["scope"] or "read",
+                by=request.user,
+            )
+        except ValidationError as exc:
+            errors = exc.message_dict
+        else:
+            # The key is rendered this once and never stored; a reload shows only its prefix.
+            response = render(
+                request, "aggregation/tokens.html", _context(new_token=token, new_key=key)
+            )
+            response["Cache-Control"] = "no-store"
+            return response
+    return render(
+        request, "aggregation/tokens.html", _context(errors=errors, form=form), status=400
+    )
+
+
+@lead_required
+@require_POST
+def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+    token = token_revoke(token=get_object_or_404(ApiToken, pk=pk), by=request.user)
+    if request.htmx:
+        return render(request, "aggregation/tokens.html#token-row", {"token": token})
+    messages.success(request, f"Token “{token.name}” is revoked.")
+    return redirect("tokens")

@@ -1,0 +1,100 @@
+"""The lead's dataset versions: list with figures, build form and live job card, files."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.models import Project
+from annotation.permissions import lead_required
+
+from .. import selectors_export as selectors
+from ..api.views import file_response
+from ..models import DatasetVersion
+from ..services.versions import version_build_start
+
+PREVIEW_ROWS = 20
+
+
+def _get_project(slug: str) -> Project:
+    return get_object_or_404(Project, slug=slug)
+
+
+def _checked(request: HttpRequest, name: str) -> bool:
+    return request.POST.get(name) in {"on", "1", "true"}
+
+
+@lead_required
+@require_GET
+def versions(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _get_project(slug)
+    context = {
+        "project": project,
+        "versions": selectors.versions_all(project=project),
+        "job": selectors.build_job_latest(project=project),
+    }
+    if request.htmx and request.GET.get("part") == "table":
+        return render(request, "aggregation/versions.html#versions-table", context)
+    return render(request, "aggregation/versions.html", context)
+
+
+@lead_required
+@require_POST
+def version_build(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _get_project(slug)
+    job = version_build_start(
+        project=project,
+        by=request.user,
+        include_votes=_checked(request, "include_votes"),
+        include_seeds=_checked(request, "include_seeds"),
+    )
+    if request.htmx:
+        response = render(request, "annotation/job.html#job-card", {"job": job})
+        response["HX-Trigger"] = "version-build-started"
+        return response
+    messages.success(request, "The build has started; the new version appears when it is ready.")
+    return redirect("versions", slug=project.slug)
+
+
+@lead_required
+@require_GET
+def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    project = _get_project(slug)
+    version = get_object_or_404(
+        selectors.versions_all(project=project).select_related("job"), number=number
+    )
+    manifest = version.manifest or {}
+    counts = manifest.get("counts", {})
+    agreement = manifest.get("agreement", {})
+    context = {
+        "project": project,
+        "version": version,
+        "manifest": manifest,
+        "counts": counts,
+        "agreement": agreement,
+        "splits": [
+            {"split": split, **stats, "agreement": agreement.get(split) or {}}
+            for split, stats in counts.get("per_split", {}).items()
+        ],
+        "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True),
+        "rows": [r.data for r in selectors.version_rows(version=version)[:PREVIEW_ROWS]],
+        "preview_rows": PREVIEW_ROWS,
+    }
+    return render(request, "aggregation/versions_detail.html", context)
+
+
+@lead_required
+@require_GET
+def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> HttpResponse:
+    project = _get_project(slug)
+    version = get_object_or_404(
+        DatasetVersion, project=project, number=number, status=DatasetVersion.Status.READY
+    )
+    record = selectors.version_file(version=version, kind=kind)
+    if record is None:
+        raise Http404(f"Version {number} has no {kind!r} file.")
+    return file_response(request, record)
