@@ -70,9 +70,15 @@ def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, A
     if stat.get("pairs_used") is not None:
         bits.append(f"{stat['pairs_used']} pairs used, {stat.get('pairs_skipped', 0)} skipped")
     if stat.get("min_overlap") is not None:
-        bits.append(f"min overlap {stat['min_overlap']}")
+        bits.append(f"pairs need {stat['min_overlap']} shared items")
+    if stat.get("smallest_overlap") is not None:
+        bits.append(f"smallest overlap used {stat['smallest_overlap']}")
+    if stat.get("weighted_value") is not None:
+        bits.append(f"overlap-weighted {stat['weighted_value']:.{digits}f}")
     if stat.get("items") is not None:
         bits.append(f"{stat['items']} items")
+    if stat.get("items_excluded"):
+        bits.append(f"{stat['items_excluded']} items left out")
     return {
         "text": f"{value:.{digits}f}",
         "title": " · ".join(bits),
@@ -501,6 +507,7 @@ def _agreement(
             "pairs_used": cohen.get("pairs_used"),
             "pairs_skipped": cohen.get("pairs_skipped"),
             "min_overlap": cohen.get("min_overlap"),
+            "smallest_overlap": cohen.get("smallest_overlap"),
             "weighting": cohen.get("weighting"),
         },
         "per_criterion": rows,

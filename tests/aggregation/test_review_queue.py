@@ -1,0 +1,165 @@
+"""The review queue: which kept samples it holds, its filters, navigation, counts, query count."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from aggregation.models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from aggregation.selectors_review_queue import (
+    QueueFilters,
+    review_counts,
+    review_neighbours,
+    review_page,
+    review_queue,
+)
+from annotation.models import Criterion, ProblemReport
+from tests.conftest import make_sample
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def label(sample, criterion, outcome=Outcome.KEPT_UNANIMOUS, preference="A"):
+    return CriterionLabel.objects.create(
+        sample=sample,
+        criterion=criterion,
+        outcome=outcome,
+        preference=preference if outcome in Outcome.kept() else "",
+        computed_at=timezone.now(),
+    )
+
+
+@pytest.fixture
+def queue_data(project, lead, annotators):
+    oe = list(Criterion.objects.filter(project=project, split="open_ended").order_by("order"))
+    rs = list(Criterion.objects.filter(project=project, split="reasoning").order_by("order"))
+    unanimous = make_sample(project, "unanimous")  # all kept labels unanimous
+    label(unanimous, oe[0])
+    label(unanimous, oe[1], preference="B")
+    mixed = make_sample(project, "mixed")  # a majority+tie label and a dropped one
+    label(mixed, oe[0], Outcome.KEPT_MAJORITY_TIE)
+    label(mixed, oe[1], Outcome.DROPPED_SPLIT)
+    flagged = make_sample(project, "flagged", split="reasoning")
+    label(flagged, rs[0])
+    ProblemReport.objects.create(sample=flagged, reporter=annotators[0], kind="unreadable")
+    dropped = make_sample(project, "dropped")  # nothing kept: not in the queue
+    label(dropped, oe[0], Outcome.DROPPED_TIES)
+    seed = make_sample(project, "seed", is_seed=True)  # seeds are not exported by default
+    label(seed, oe[0])
+    make_sample(project, "unlabelled")
+    SampleReview.objects.create(sample=unanimous, reviewed_by=lead, reviewed_at=timezone.now())
+    return {"oe": oe, "rs": rs, "unanimous": unanimous, "mixed": mixed, "flagged": flagged}
+
+
+def ids(project, **filters):
+    qs = review_queue(project=project, filters=QueueFilters(**filters))
+    return [s.external_id for s in qs]
+
+
+def test_queue_holds_kept_samples_in_id_order(project, queue_data):
+    assert ids(project) == ["unanimous", "mixed", "flagged"]
+
+
+def test_filters(project, queue_data):
+    oe, rs = queue_data["oe"], queue_data["rs"]
+    assert ids(project, split="reasoning") == ["flagged"]
+    assert ids(project, criterion=oe[1].pk) == ["unanimous"]  # mixed's oe[1] was dropped
+    assert ids(project, criterion=rs[0].pk) == ["flagged"]
+    assert ids(project, kind="majority_tie") == ["mixed"]
+    assert ids(project, kind="unanimous") == ["unanimous", "flagged"]
+    assert ids(project, criterion=oe[0].pk, kind="unanimous") == ["unanimous"]
+    assert ids(project, disagreements=True) == ["mixed"]
+    assert ids(project, flagged=True) == ["flagged"]
+    assert ids(project, unreviewed=True) == ["mixed", "flagged"]
+    assert ids(project, split="open_ended", unreviewed=True, disagreements=True) == ["mixed"]
+
+
+def test_seeds_join_the_queue_when_the_project_exports_them(project, queue_data):
+    project.export_includes_seeds = True
+    project.save()
+    assert "seed" in ids(project)
+
+
+def test_filters_from_the_query_string_ignore_junk(project, queue_data):
+    f = QueueFilters.from_query(
+        {"split": "nope", "criterion": "1; drop", "kind": "x", "flagged": "1", "unreviewed": "on"}
+    )
+    assert f == QueueFilters(flagged=True, unreviewed=True)
+    assert f.querystring() == "?flagged=1&unreviewed=1"
+    assert QueueFilters().querystring() == ""
+
+
+def test_neighbours_and_counts(project, queue_data):
+    u, m, f = queue_data["unanimous"], queue_data["mixed"], queue_data["flagged"]
+    queue = review_queue(project=project)
+    assert review_neighbours(queue=queue, sample_id=m.pk) == {
+        "prev_id": u.pk,
+        "next_id": f.pk,
+        "position": 2,
+        "total": 3,
+    }
+    # A sample that left the filtered queue still has neighbours, found by id.
+    unreviewed = review_queue(project=project, filters=QueueFilters(unreviewed=True))
+    nav = review_neighbours(queue=unreviewed, sample_id=u.pk)
+    assert (nav["prev_id"], nav["next_id"], nav["position"]) == (None, m.pk, None)
+    assert review_counts(project=project) == {"total": 3, "reviewed": 1, "left": 2}
+    assert review_counts(project=project, filters=QueueFilters(unreviewed=True)) == {
+        "total": 3,
+        "reviewed": 1,
+        "left": 2,
+    }
+    assert review_counts(project=project, filters=QueueFilters(split="reasoning"))["left"] == 1
+
+
+def test_page_rows_carry_labels_and_review_state(project, lead, queue_data):
+    oe, m = queue_data["oe"], queue_data["mixed"]
+    ReviewDecision.objects.create(
+        sample=m, criterion=oe[0], action="discard", reason="redundant", author=lead
+    )
+    page = review_page(project=project, filters=QueueFilters())
+    rows = {r["sample"].external_id: r for r in page["rows"]}
+    assert rows["unanimous"]["sample"].is_reviewed is True
+    assert rows["flagged"]["sample"].n_flags == 1
+    mixed = {lab.criterion.key: lab.discarded for lab in rows["mixed"]["labels"]}
+    assert mixed == {oe[0].key: True, oe[1].key: False}
+
+
+def test_queue_page_filters_and_htmx_fragment(client, project, lead, queue_data):
+    client.force_login(lead)
+    url = reverse("review-queue", args=[project.slug])
+    html = client.get(url, {"flagged": "1"}).content.decode()
+    assert ">flagged</strong>" in html and ">mixed</strong>" not in html
+    assert "0</strong> reviewed" in html and "1</strong> left of 1" in html
+    fragment = client.get(
+        url, {"split": "open_ended"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-results"
+    ).content.decode()
+    assert "<html" not in fragment and 'hx-swap-oob="true"' in fragment
+    assert ">mixed</strong>" in fragment and ">flagged</strong>" not in fragment
+    # Links into items keep the filters.
+    assert f"/review/{queue_data['mixed'].pk}/?split=open_ended" in fragment
+
+
+def _queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_query_count_is_constant(client, project, lead, queue_data):
+    client.force_login(lead)
+    url = reverse("review-queue", args=[project.slug])
+    item = reverse("review-item", args=[project.slug, queue_data["mixed"].pk])
+    before, before_item = _queries(client, url), _queries(client, item)
+    oe = queue_data["oe"]
+    for i in range(15):
+        s = make_sample(project, f"more{i}")
+        label(s, oe[0])
+        label(s, oe[1], Outcome.KEPT_MAJORITY_TIE, "B")
+    assert _queries(client, url) == before
+    assert _queries(client, item) == before_item
