@@ -26,11 +26,11 @@ HEADLINE = (
 DEFAULT_SORT = "-pacc"
 
 
-def version_get(*, project: Project, number: int, ready: bool = True) -> DatasetVersion:
-    """The project's version by number (404 if missing, or not ready when ``ready``)."""
-    qs = DatasetVersion.objects.select_related("project").filter(project=project)
-    if ready:
-        qs = qs.filter(status=DatasetVersion.Status.READY)
+def version_get(*, project: Project, number: int) -> DatasetVersion:
+    """The project's ready version by number (404 if missing or not ready)."""
+    qs = DatasetVersion.objects.select_related("project").filter(
+        project=project, status=DatasetVersion.Status.READY
+    )
     return get_object_or_404(qs, number=number)
 
 

@@ -39,6 +39,8 @@ VOTE_RULE = (
     "model_a and model_b votes, gives invalid."
 )
 _BATCH = 5000
+# A run's stats list at most this many unparsable outputs (the count is always complete).
+_UNPARSABLE_LISTED = 1000
 _JUDGE_MAX = JudgeRun._meta.get_field("judge").max_length
 _HASH_MAX = JudgeRun._meta.get_field("template_hash").max_length
 _RUN_MAX = 32767
@@ -220,6 +222,7 @@ def judge_run_upload(
         runs = []
         for file_run, index in zip(file_runs, indexes, strict=True):
             stats = parsed.stats(file_run)
+            stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
             run = JudgeRun.objects.create(
                 version=version,

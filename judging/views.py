@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from aggregation.models import DatasetVersion
 from annotation.models import Job, Project
-from annotation.permissions import is_lead
+from annotation.permissions import is_lead, lead_required
 from annotation.selectors import project_get
 
 from . import selectors, services
@@ -122,11 +122,8 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "splits": [(s, selectors.split_label(s)) for s in splits],
         "split": split,
         "split_label": selectors.split_label(split) if split else "",
-        "columns": columns,
         "n_headline": len(selectors.HEADLINE),
         "table": table,
-        "sort_key": sort[0],
-        "sort_desc": sort[1],
         "headers": _headers(base, split, columns, sort),
         "n_criteria": len(columns) - len(selectors.HEADLINE),
         "can_upload": is_lead(request.user),
@@ -221,11 +218,9 @@ def _upload_context(version: DatasetVersion, form: PredictionsUploadForm, job: J
     }
 
 
-@login_required
+@lead_required
 @require_http_methods(["GET", "POST"])
 def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    if not is_lead(request.user):
-        raise PermissionDenied("Only the project lead uploads judge predictions.")
     version = _get_version_for_user(request, slug, number)
     job = None
     if request.method == "POST":
@@ -263,23 +258,19 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
     return render(request, "judging/upload.html", _upload_context(version, form, job))
 
 
-@login_required
+@lead_required
 def predictions_upload_status(
     request: HttpRequest, slug: str, number: int, job_id: int
 ) -> HttpResponse:
-    """The upload's job card with the outcome (scorecard links, or every error found)."""
-    if not is_lead(request.user):
-        raise PermissionDenied("Only the project lead uploads judge predictions.")
+    """The upload's job card with the outcome (scorecard links, or the error found)."""
     version = _get_version_for_user(request, slug, number)
     job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project)
     return render(request, "judging/upload.html#upload-job", {"job": job, "version": version})
 
 
-@login_required
+@lead_required
 @require_POST
 def judge_run_delete(request: HttpRequest, slug: str, number: int, run_id: int) -> HttpResponse:
-    if not is_lead(request.user):
-        raise PermissionDenied("Only the project lead deletes judge runs.")
     version = _get_version_for_user(request, slug, number)
     run = get_object_or_404(JudgeRun, pk=run_id, version=version)
     judge, index = run.judge, run.run_index

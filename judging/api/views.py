@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -74,7 +75,9 @@ def _as_file(items: list[dict[str, Any]]) -> io.BytesIO:
         "`run`), then recomputes the judge's scorecards (all runs majority-voted). JSON body "
         "with a `predictions` list, or a multipart upload with a `file`. All or nothing: a bad "
         "line refuses the whole submission, naming the line and the field. Needs an API token "
-        "with the `predictions` scope, or a lead's session."
+        "with the `predictions` scope, or a lead's session. JSON bodies are limited to "
+        f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB; send larger sets (or raw judge "
+        "outputs) as a file."
     ),
     request={
         "application/json": PredictionsSubmitSerializer,
