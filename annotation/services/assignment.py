@@ -1,0 +1,275 @@
+"""Slots: creating them, claiming them race-free, leases, reclaiming, and the lead's moves.
+
+Every formal sample has exactly ``annotators_per_sample`` pre-created Slot rows, so the cap is a
+row count the database keeps. A claim is one conditional UPDATE of slots that are open
+(``annotator`` null) or expired (lease over and not completed): under concurrency the second
+writer's condition no longer matches (PostgreSQL re-checks it on the locked row; SQLite
+serialises writers with IMMEDIATE transactions), so the update count says what was won. The
+unique (sample, annotator) constraint stops one annotator from holding two slots of a sample
+even from two tabs at once; that IntegrityError just moves the claim on to the next candidate.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Count, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from ..models import ProblemReport, Project, ProjectMember, Sample, SampleStatus, Slot, Vote
+
+# Leases are renewed on activity, but at most once per this share of the lease, so that a
+# loop of votes does not rewrite the annotator's slots on every request.
+RENEW_FRACTION = 0.1
+# Rounds of candidate selection when other claimers keep winning the same slots.
+CLAIM_ATTEMPTS = 5
+
+
+def count_of(queryset: QuerySet) -> Coalesce:
+    """A correlated ``SELECT COUNT(*)`` usable in annotations (0 when nothing matches)."""
+    return Coalesce(Subquery(queryset.order_by().values(n=Func(F("pk"), function="COUNT"))), 0)
+
+
+def open_condition(now: datetime) -> Q:
+    """Slots a claim may take: never claimed, released, or leased out and expired."""
+    return Q(annotator__isnull=True) | Q(completed_at__isnull=True, lease_expires_at__lt=now)
+
+
+def lease_until(project: Project, now: datetime) -> datetime:
+    return now + timedelta(minutes=project.lease_minutes)
+
+
+def formal_samples(project: Project) -> QuerySet[Sample]:
+    return Sample.objects.filter(project=project, is_seed=False, status=SampleStatus.ACTIVE)
+
+
+@transaction.atomic
+def slots_ensure(*, project: Project) -> int:
+    """Create the missing Slot rows (indices 1..k) of every formal sample; returns how many."""
+    k = project.annotators_per_sample
+    short = (
+        formal_samples(project)
+        .annotate(n_slots=Count("slots"))
+        .filter(n_slots__lt=k)
+        .values_list("pk", flat=True)
+    )
+    created = 0
+    chunk: list[int] = []
+
+    def flush() -> int:
+        have = set(Slot.objects.filter(sample_id__in=chunk).values_list("sample_id", "index"))
+        rows = [
+            Slot(sample_id=sample_id, index=index)
+            for sample_id in chunk
+            for index in range(1, k + 1)
+            if (sample_id, index) not in have
+        ]
+        Slot.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+        return len(rows)
+
+    for sample_id in short.iterator(chunk_size=2000):
+        chunk.append(sample_id)
+        if len(chunk) >= 2000:
+            created += flush()
+            chunk = []
+    if chunk:
+        created += flush()
+    return created
+
+
+def claim_candidates(*, project: Project, user: Any, now: datetime, limit: int) -> list[Slot]:
+    """Claimable slots for ``user``, in-progress samples first, at most one per sample.
+
+    A sample is left out when the user holds or held one of its slots, has a formal vote on it
+    (a reclaimed slot keeps its votes) or has an open problem report on it.
+    """
+    k = project.annotators_per_sample
+    taken = count_of(
+        Slot.objects.filter(sample_id=OuterRef("sample_id")).exclude(open_condition(now))
+    )
+    rows = (
+        Slot.objects.filter(open_condition(now))
+        .filter(sample__project=project, sample__is_seed=False, sample__status=SampleStatus.ACTIVE)
+        .exclude(Exists(Slot.objects.filter(sample_id=OuterRef("sample_id"), annotator=user)))
+        .exclude(
+            Exists(
+                Vote.objects.filter(
+                    sample_id=OuterRef("sample_id"), annotator=user, round=Vote.FORMAL_ROUND
+                )
+            )
+        )
+        .exclude(
+            Exists(
+                ProblemReport.objects.filter(
+                    sample_id=OuterRef("sample_id"), reporter=user, resolved_at__isnull=True
+                )
+            )
+        )
+        .annotate(taken=taken)
+        .order_by("-taken", "sample_id", "index")
+        .only("id", "sample_id", "index")[: limit * k]
+    )
+    picked: list[Slot] = []
+    seen: set[int] = set()
+    for slot in rows:
+        if slot.sample_id in seen:
+            continue
+        seen.add(slot.sample_id)
+        picked.append(slot)
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+def _claim_one(slot_id: int, fields: dict[str, Any], now: datetime) -> int:
+    try:
+        with transaction.atomic():
+            return Slot.objects.filter(open_condition(now), pk=slot_id).update(**fields)
+    except IntegrityError:  # the user took a slot of this sample from another tab
+        return 0
+
+
+def _claim_ids(ids: list[int], fields: dict[str, Any], now: datetime) -> int:
+    """Claim the slots ``ids`` in one conditional UPDATE, or one by one if that one fails."""
+    ids = sorted(ids)  # one lock order for every claimer
+    try:
+        with transaction.atomic():
+            return Slot.objects.filter(open_condition(now), pk__in=ids).update(**fields)
+    except (IntegrityError, DatabaseError):
+        # A unique clash (same user, two tabs) or a deadlock abort: go row by row.
+        return sum(_claim_one(slot_id, fields, now) for slot_id in ids)
+
+
+def slots_claim(*, project: Project, user: Any, count: int | None = None) -> int:
+    """Claim up to ``count`` (default ``project.batch_size``) samples for ``user``.
+
+    Returns the number of slots won. Callers check that the user may do formal work.
+    """
+    want = count if count is not None else project.batch_size
+    won = 0
+    for _ in range(CLAIM_ATTEMPTS):
+        if won >= want:
+            break
+        now = timezone.now()
+        candidates = claim_candidates(project=project, user=user, now=now, limit=want - won)
+        if not candidates:
+            break
+        fields = {
+            "annotator": user,
+            "claimed_at": now,
+            "lease_expires_at": lease_until(project, now),
+            "completed_at": None,
+            "swap_ab": False,
+        }
+        won += _claim_ids([slot.pk for slot in candidates], fields, now)
+    return won
+
+
+def slots_shuffle(*, project: Project, slots: list[Slot]) -> None:
+    """Pick the A/B display order of freshly claimed slots when the project shuffles."""
+    if not project.shuffle_ab or not slots:
+        return
+    rng = random.SystemRandom()
+    swapped = [slot for slot in slots if rng.random() < 0.5]
+    if swapped:
+        Slot.objects.filter(pk__in=[s.pk for s in swapped], completed_at__isnull=True).update(
+            swap_ab=True
+        )
+    for slot in swapped:
+        slot.swap_ab = True
+
+
+def leases_renew(*, project: Project, user: Any, slots: list[Slot], now: datetime) -> None:
+    """Extend the lease of the user's open slots when it has run down by RENEW_FRACTION."""
+    if not slots:
+        return
+    until = lease_until(project, now)
+    threshold = until - timedelta(minutes=project.lease_minutes * RENEW_FRACTION)
+    if all(s.lease_expires_at and s.lease_expires_at >= threshold for s in slots):
+        return
+    Slot.objects.filter(
+        pk__in=[s.pk for s in slots], annotator=user, completed_at__isnull=True
+    ).update(lease_expires_at=until)
+    for slot in slots:
+        slot.lease_expires_at = until
+
+
+RELEASED = {"annotator": None, "claimed_at": None, "lease_expires_at": None, "swap_ab": False}
+
+
+def slots_reclaim_expired(*, now: datetime | None = None, project: Project | None = None) -> int:
+    """Release every expired, uncompleted slot (idempotent); votes already cast are kept."""
+    now = now or timezone.now()
+    rows = Slot.objects.filter(
+        annotator__isnull=False, completed_at__isnull=True, lease_expires_at__lt=now
+    )
+    if project is not None:
+        rows = rows.filter(sample__project=project)
+    return rows.update(**RELEASED)
+
+
+def _member_of(project: Project, user: Any) -> ProjectMember | None:
+    return ProjectMember.objects.filter(project=project, user=user, is_active=True).first()
+
+
+@transaction.atomic
+def slot_reassign(*, slot: Slot, to_annotator: Any | None, by: Any) -> Slot:
+    """Give an unfinished slot to another calibrated annotator, or back to the open pool.
+
+    Raises ValidationError when the slot is completed or the annotator cannot take it.
+    """
+    slot = Slot.objects.select_for_update().select_related("sample__project").get(pk=slot.pk)
+    project = slot.sample.project
+    if slot.completed_at is not None:
+        raise ValidationError("This slot is completed; completed work is not reassigned.")
+    if to_annotator is None:
+        Slot.objects.filter(pk=slot.pk).update(**RELEASED)
+    else:
+        member = _member_of(project, to_annotator)
+        if member is None:
+            raise ValidationError(f"{to_annotator} is not an active annotator of this project.")
+        if not member.is_calibrated:
+            raise ValidationError(f"{to_annotator} is not calibrated yet.")
+        if to_annotator.pk == slot.annotator_id:
+            return slot
+        already = (
+            Vote.objects.filter(
+                sample=slot.sample, annotator=to_annotator, round=Vote.FORMAL_ROUND
+            ).exists()
+            or Slot.objects.filter(sample=slot.sample, annotator=to_annotator).exists()
+        )
+        if already:
+            raise ValidationError(f"{to_annotator} already labels or labeled this sample.")
+        now = timezone.now()
+        swap = bool(project.shuffle_ab and random.SystemRandom().random() < 0.5)
+        try:
+            with transaction.atomic():
+                Slot.objects.filter(pk=slot.pk, completed_at__isnull=True).update(
+                    annotator=to_annotator,
+                    claimed_at=now,
+                    lease_expires_at=lease_until(project, now),
+                    swap_ab=swap,
+                )
+        except IntegrityError as exc:
+            raise ValidationError(f"{to_annotator} already holds a slot of this sample.") from exc
+    slot.refresh_from_db()
+    return slot
+
+
+@transaction.atomic
+def member_remove(*, project: Project, member: ProjectMember, by: Any) -> int:
+    """Deactivate an annotator and release their unfinished slots; returns slots released.
+
+    Their votes stay: completed slots keep their annotator, and a released slot's partial
+    votes remain in history.
+    """
+    ProjectMember.objects.filter(pk=member.pk, project=project).update(is_active=False)
+    member.is_active = False
+    return Slot.objects.filter(
+        sample__project=project, annotator_id=member.user_id, completed_at__isnull=True
+    ).update(**RELEASED)

@@ -1,0 +1,330 @@
+"""What an annotator works on next, and everything else the labeling screens call.
+
+Phases: until the lead marks the annotator calibrated they label every active seed sample under
+each criterion of its split, in round ``member.calibration_round`` (Vote.round >= 1); after
+that they claim formal samples in batches (``project.batch_size``), served in
+``project.work_order``. This module re-exports the assignment, voting and calibration services
+so callers import one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404
+from django.utils import timezone
+
+from ..models import (
+    ProblemReport,
+    Project,
+    ProjectMember,
+    Sample,
+    SampleStatus,
+    Slot,
+    Vote,
+    WorkOrder,
+)
+from .assignment import (
+    RELEASED,
+    claim_candidates,
+    leases_renew,
+    member_remove,
+    slot_reassign,
+    slots_claim,
+    slots_ensure,
+    slots_reclaim_expired,
+    slots_shuffle,
+)
+from .calibration import calibration_mark, calibration_new_round, reference_label_set
+from .voting import tie_allowance, vote_submit
+from .work_common import (
+    SPLITS,
+    ProjectCriteria,
+    formal_allowance,
+    formal_total,
+    member_progress,
+    project_criteria,
+    seed_swapped,
+)
+from .work_types import VoteRejected, WorkItem, WorkState
+
+__all__ = [
+    "VoteRejected",
+    "WorkItem",
+    "WorkState",
+    "calibration_mark",
+    "calibration_new_round",
+    "member_remove",
+    "problem_report",
+    "reference_label_set",
+    "slot_reassign",
+    "slots_claim",
+    "slots_ensure",
+    "slots_reclaim_expired",
+    "tie_allowance",
+    "vote_previous",
+    "vote_submit",
+    "work_item",
+    "work_next",
+    "work_state",
+]
+
+
+def ordered_items(
+    samples: list[Sample], criteria: ProjectCriteria, work_order: str
+) -> list[tuple[Sample, Any]]:
+    """The (sample, criterion) screens of a batch in the project's work order.
+
+    Criterion-major: every sample of the batch on the first criterion, then the next (split by
+    split). Sample-major: all criteria of one sample, then the next sample.
+    """
+    if work_order == WorkOrder.SAMPLE_MAJOR:
+        return [(s, c) for s in samples for c in criteria.of(s.split)]
+    items = []
+    for split in SPLITS:
+        in_split = [s for s in samples if s.split == split]
+        for criterion in criteria.of(split):
+            items.extend((s, criterion) for s in in_split)
+    return items
+
+
+def _seeds(project: Project, user: Any) -> list[Sample]:
+    """Active seed samples without an open problem report by the user."""
+    samples = (
+        Sample.objects.filter(project=project, is_seed=True, status=SampleStatus.ACTIVE)
+        .exclude(problem_reports__reporter_id=user.pk, problem_reports__resolved_at__isnull=True)
+        .order_by("split", "id")
+    )
+    rows = list(samples)
+    for sample in rows:
+        sample.project = project
+    return rows
+
+
+def _calibration_items(project: Project, member: ProjectMember, user: Any):
+    criteria = project_criteria(project)
+    seeds = _seeds(project, user)
+    items = ordered_items(seeds, criteria, project.work_order)
+    voted = set(
+        Vote.objects.filter(
+            annotator_id=user.pk, round=member.calibration_round, sample__in=[s.pk for s in seeds]
+        ).values_list("sample_id", "criterion_id")
+    )
+    return items, voted
+
+
+def _open_slots(project: Project, user: Any) -> list[Slot]:
+    rows = list(
+        Slot.objects.filter(
+            annotator_id=user.pk, completed_at__isnull=True, sample__project=project
+        )
+        .select_related("sample")
+        .order_by("claimed_at", "sample_id")
+    )
+    for slot in rows:
+        slot.sample.project = project
+    return rows
+
+
+def _formal_voted(user: Any, slots: list[Slot]) -> set[tuple[int, int]]:
+    if not slots:
+        return set()
+    return set(
+        Vote.objects.filter(
+            annotator_id=user.pk,
+            round=Vote.FORMAL_ROUND,
+            sample_id__in=[slot.sample_id for slot in slots],
+        ).values_list("sample_id", "criterion_id")
+    )
+
+
+def work_state(*, project: Project, annotator: Any) -> WorkState:
+    """The annotator's phase and progress in the project."""
+    member = member_progress(project, annotator)
+    if member is None:
+        return WorkState("not_member", 0, 0, None, 0)
+    if not member.is_calibrated:
+        items, voted = _calibration_items(project, member, annotator)
+        done = sum(1 for s, c in items if (s.pk, c.pk) in voted)
+        mode = "calibration" if done < len(items) else "awaiting_review"
+        return WorkState(mode, done, len(items), None, member.calibration_round)
+    criteria = project_criteria(project)
+    has_work = Slot.objects.filter(
+        annotator_id=annotator.pk, completed_at__isnull=True, sample__project=project
+    ).exists() or bool(
+        claim_candidates(project=project, user=annotator, now=timezone.now(), limit=1)
+    )
+    return WorkState(
+        "formal" if has_work else "done",
+        member.f_done,
+        formal_total(member, criteria),
+        formal_allowance(project, member),
+        member.calibration_round,
+    )
+
+
+def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
+    """The next item to label, claiming a new batch when the annotator holds no open slot."""
+    member = member_progress(project, annotator)
+    if member is None:
+        return None
+    if not member.is_calibrated:
+        items, voted = _calibration_items(project, member, annotator)
+        done = sum(1 for s, c in items if (s.pk, c.pk) in voted)
+        for sample, criterion in items:
+            if (sample.pk, criterion.pk) not in voted:
+                return WorkItem(
+                    sample=sample,
+                    criterion=criterion,
+                    round=member.calibration_round,
+                    swapped=seed_swapped(project, annotator.pk, sample.pk),
+                    done=done,
+                    total=len(items),
+                    ties_available=None,
+                    vote=None,
+                )
+        return None
+
+    criteria = project_criteria(project)
+    slots = _open_slots(project, annotator)
+    claimed = False
+    for _ in range(2):
+        if not slots:
+            if not slots_claim(project=project, user=annotator):
+                return None
+            slots = _open_slots(project, annotator)
+            slots_shuffle(project=project, slots=[s for s in slots if s.lease_expires_at])
+            member = member_progress(project, annotator)
+            claimed = True
+        # Freshly claimed samples carry no vote of this annotator (claims skip those).
+        voted = set() if claimed else _formal_voted(annotator, slots)
+        batch = ordered_items([slot.sample for slot in slots], criteria, project.work_order)
+        by_sample = {slot.sample_id: slot for slot in slots}
+        for sample, criterion in batch:
+            if (sample.pk, criterion.pk) not in voted:
+                if not claimed:
+                    leases_renew(project=project, user=annotator, slots=slots, now=timezone.now())
+                return WorkItem(
+                    sample=sample,
+                    criterion=criterion,
+                    round=Vote.FORMAL_ROUND,
+                    swapped=by_sample[sample.pk].swap_ab,
+                    done=member.f_done,
+                    total=formal_total(member, criteria),
+                    ties_available=formal_allowance(project, member),
+                    vote=None,
+                )
+        # Every criterion is voted (criteria changed since): close these slots and go on.
+        Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
+            completed_at=timezone.now()
+        )
+        slots = []
+    return None
+
+
+def work_item(*, project: Project, annotator: Any, sample_id: int, criterion_id: int) -> WorkItem:
+    """An item the annotator may see in their current phase (own slot or seed), with its vote."""
+    member = member_progress(project, annotator)
+    if member is None:
+        raise PermissionDenied("You are not an annotator in this project.")
+    criteria = project_criteria(project)
+    criterion = criteria.by_id.get(criterion_id)
+    if criterion is None:
+        raise Http404("No such criterion in this project.")
+    if member.is_calibrated:
+        slot = (
+            Slot.objects.filter(
+                sample_id=sample_id,
+                annotator_id=annotator.pk,
+                sample__project=project,
+                sample__is_seed=False,
+            )
+            .select_related("sample")
+            .first()
+        )
+        if slot is None:
+            raise PermissionDenied("This sample is not assigned to you.")
+        sample, round_, swapped = slot.sample, Vote.FORMAL_ROUND, slot.swap_ab
+        done, total = member.f_done, formal_total(member, criteria)
+        ties: int | None = formal_allowance(project, member)
+    else:
+        sample = Sample.objects.filter(pk=sample_id, project=project, is_seed=True).first()
+        if sample is None:
+            raise PermissionDenied("Formal work opens once the lead has reviewed your calibration.")
+        round_ = member.calibration_round
+        swapped = seed_swapped(project, annotator.pk, sample.pk)
+        items, voted = _calibration_items(project, member, annotator)
+        done = sum(1 for s, c in items if (s.pk, c.pk) in voted)
+        total, ties = len(items), None
+    if criterion.split != sample.split:
+        raise Http404("This criterion does not apply to this sample.")
+    sample.project = project
+    vote = Vote.objects.filter(
+        sample=sample, criterion=criterion, annotator_id=annotator.pk, round=round_
+    ).first()
+    return WorkItem(sample, criterion, round_, swapped, done, total, ties, vote)
+
+
+def vote_previous(
+    *, project: Project, annotator: Any, before: tuple[int, int] | None
+) -> WorkItem | None:
+    """The vote cast just before item ``before`` (or the latest vote), in the current phase."""
+    member = ProjectMember.objects.filter(
+        project=project, user_id=annotator.pk, is_active=True
+    ).first()
+    if member is None:
+        return None
+    if member.is_calibrated:
+        votes = Vote.objects.filter(
+            annotator_id=annotator.pk,
+            round=Vote.FORMAL_ROUND,
+            sample__project=project,
+            sample__slots__annotator_id=annotator.pk,
+        )
+    else:
+        votes = Vote.objects.filter(
+            annotator_id=annotator.pk,
+            round=member.calibration_round,
+            sample__project=project,
+            sample__is_seed=True,
+        )
+    if before is not None:
+        anchor = votes.filter(sample_id=before[0], criterion_id=before[1]).first()
+        if anchor is not None:
+            votes = votes.filter(pk__lt=anchor.pk)
+    previous = votes.order_by("-pk").first()
+    if previous is None:
+        return None
+    return work_item(
+        project=project,
+        annotator=annotator,
+        sample_id=previous.sample_id,
+        criterion_id=previous.criterion_id,
+    )
+
+
+@transaction.atomic
+def problem_report(
+    *, project: Project, annotator: Any, sample_id: int, kind: str, note: str
+) -> ProblemReport:
+    """Flag a sample for the lead; it leaves the annotator's queue (their open slot is released)."""
+    sample = Sample.objects.filter(pk=sample_id, project=project).first()
+    if sample is None:
+        raise Http404("No such sample in this project.")
+    if not ProjectMember.objects.filter(
+        project=project, user_id=annotator.pk, is_active=True
+    ).exists():
+        raise PermissionDenied("You are not an annotator in this project.")
+    report = ProblemReport.objects.filter(
+        sample=sample, reporter_id=annotator.pk, resolved_at__isnull=True
+    ).first()
+    if report is None:
+        report = ProblemReport.objects.create(
+            sample=sample, reporter_id=annotator.pk, kind=kind, note=note
+        )
+    Slot.objects.filter(sample=sample, annotator_id=annotator.pk, completed_at__isnull=True).update(
+        **RELEASED
+    )
+    return report

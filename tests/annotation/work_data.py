@@ -1,0 +1,54 @@
+"""Builders for work-service tests: formal samples with slots, calibrated annotators, votes."""
+
+from __future__ import annotations
+
+from annotation.models import ProjectMember, Sample, Slot
+from annotation.services import work
+
+GOOD = "A rationale that is long enough."
+
+
+def make_formal(project, n: int, *, prefix: str = "f", split: str = "open_ended") -> list[Sample]:
+    """Formal samples with their k pre-created slots, as an import leaves them."""
+    rows = [
+        Sample(
+            project=project,
+            external_id=f"{prefix}-{i:06d}",
+            split=split,
+            question=f"Question {prefix} {i}?",
+            response_a=f"left {i}",
+            response_b=f"right {i}",
+        )
+        for i in range(n)
+    ]
+    Sample.objects.bulk_create(rows, batch_size=5000)
+    work.slots_ensure(project=project)
+    return list(
+        Sample.objects.filter(project=project, external_id__startswith=f"{prefix}-").order_by("id")
+    )
+
+
+def calibrate(project, user, lead=None) -> ProjectMember:
+    member = ProjectMember.objects.get(project=project, user=user)
+    return work.calibration_mark(project=project, member=member, by=lead)
+
+
+def vote_next(project, user, choice: str = "A", rationale: str = GOOD):
+    """Cast a vote on the annotator's next item; returns (item, vote) or (None, None)."""
+    item = work.work_next(project=project, annotator=user)
+    if item is None:
+        return None, None
+    vote = work.vote_submit(
+        project=project,
+        annotator=user,
+        sample_id=item.sample.pk,
+        criterion_id=item.criterion.pk,
+        shown_choice=choice,
+        rationale=rationale,
+        seconds=3.0,
+    )
+    return item, vote
+
+
+def held(user) -> list[Slot]:
+    return list(Slot.objects.filter(annotator=user).order_by("sample_id"))
