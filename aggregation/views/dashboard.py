@@ -128,7 +128,10 @@ def _url_or_none(name: str, slug: str) -> str | None:
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_get(slug=slug)
     figures = dashboard_figures(project=project)
-    last_job = Job.objects.filter(project=project, kind=Job.Kind.AGGREGATE).first()
+    jobs = Job.objects.filter(project=project)
+    last_job = jobs.filter(kind=Job.Kind.AGGREGATE).first()
+    aggregate_url = _url_or_none("aggregation-start", slug)
+    version_build_url = _url_or_none("version-build", slug)
     context = {
         "project": project,
         "figures": figures,
@@ -138,9 +141,13 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "outcome_colors": OUTCOME_COLORS,
         "last_job": last_job,
         "job": last_job,
-        "has_panel": _panel_available(),
-        "aggregate_url": _url_or_none("aggregation-start", slug),
-        "version_build_url": _url_or_none("version-build", slug),
+        # The panel belongs to the aggregation feature; it needs its start URL to render.
+        "has_panel": aggregate_url is not None and _panel_available(),
+        "aggregate_url": aggregate_url,
+        "version_build_url": version_build_url,
+        "last_build_job": (
+            jobs.filter(kind=Job.Kind.BUILD_VERSION).first() if version_build_url else None
+        ),
         "versions_url": _url_or_none("versions", slug),
     }
     return render(request, "aggregation/dashboard.html", context)
