@@ -26,6 +26,7 @@ from annotation.models import ApiToken, Project
 
 from .. import selectors_export as selectors
 from ..models import DatasetFile, DatasetVersion
+from . import schema  # noqa: F401  (registers the token scheme with the OpenAPI generator)
 from .ranges import RangeNotSatisfiable, byte_range
 from .serializers import (
     ErrorOutSerializer,

@@ -43,6 +43,10 @@ class Command(BaseCommand):
         "labels, or with --version N the stored files of version N (checksums verified)."
     )
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        # ``--version N`` names a dataset version here; it replaces Django's --version flag.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("project", help="Project slug.")
         parser.add_argument("--version", type=int, help="Copy this existing version's files.")
