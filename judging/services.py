@@ -182,10 +182,15 @@ def judge_run_upload(
         raise UploadRejected(f"at most {_HASH_MAX} characters", field="template_hash")
     run_index_check(version=version, judge=judge, run_index=run_index)
 
-    rows = rows_from_version(version)
-    # Progress counts lines read (about one per row), then predictions stored, then scoring.
+    try:
+        rows = rows_from_version(version)
+    except InputFileError as exc:
+        raise UploadRejected(exc.message, field="version") from None
+    # Progress counts lines read (about one per row), then the write and the scoring. Reading
+    # is the long part and reports as it goes; the write is one transaction, so a progress
+    # update made inside it would only show once it commits.
     n_rows = len(rows)
-    progress(0, 2 * n_rows + 1, "Reading predictions")
+    progress(0, n_rows + 1, "Reading predictions")
     try:
         parsed = read_predictions(
             file,
@@ -207,18 +212,15 @@ def judge_run_upload(
         raise UploadRejected("name the judge (the file has no judge column)", field="judge")
     judge = _clean_judge(judge)
 
+    file_runs = parsed.run_indices
+    n_predictions = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
+    progress(n_rows, n_rows + 1, f"Storing {n_predictions} predictions and scoring")
+    qids = rows.question_id.tolist()
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
-        file_runs = parsed.run_indices
         indexes = _indexes_for(
             version=version, judge=judge, file_runs=file_runs, run_index=run_index
         )
-        qids = rows.question_id.tolist()
-        total = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
-        read = min(parsed.counts["lines"], n_rows)
-        steps = read + total + 1
-        progress(read, steps, f"Storing {total} predictions")
-        stored = 0
         runs = []
         for file_run, index in zip(file_runs, indexes, strict=True):
             stats = parsed.stats(file_run)
@@ -237,26 +239,20 @@ def judge_run_upload(
             runs.append(run)
             labels = parsed.runs[file_run]
             raw = parsed.raw_outputs.get(file_run, {})
-            batch: list[Prediction] = []
-            for pos in np.flatnonzero(np.not_equal(labels, None)).tolist():
-                batch.append(
+            Prediction.objects.bulk_create(
+                (
                     Prediction(
                         run=run,
                         question_id=qids[pos],
                         prediction=labels[pos],
                         raw_output=raw.get(pos, ""),
                     )
-                )
-                if len(batch) >= _BATCH:
-                    Prediction.objects.bulk_create(batch)
-                    stored += len(batch)
-                    batch = []
-                    progress(read + stored, steps, f"Stored {stored} predictions")
-            Prediction.objects.bulk_create(batch)
-            stored += len(batch)
-        progress(read + stored, steps, "Scoring")
+                    for pos in np.flatnonzero(np.not_equal(labels, None)).tolist()
+                ),
+                batch_size=_BATCH,
+            )
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
-    progress(steps, steps, "Scored")
+    progress(n_rows + 1, n_rows + 1, "Scored")
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 

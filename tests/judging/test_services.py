@@ -214,6 +214,14 @@ def test_a_version_that_is_not_ready_takes_no_predictions(project, lead):
     assert nothing_stored()
 
 
+def test_a_version_without_rows_is_refused(project, lead):
+    empty = make_version(project, [], number=3)
+    with pytest.raises(UploadRejected) as exc:
+        upload(empty, lead)
+    assert exc.value.field == "version" and "has no rows" in exc.value.message
+    assert nothing_stored()
+
+
 def test_missing_rows_count_as_wrong(version, lead):
     partial = {k: v for k, v in HAND_PREDICTIONS.items() if k != "p3__hallucination"}
     upload(version, lead, prediction_lines(partial))
