@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, DateTimeField, Value, When
+from django.db.models import Case, Count, DateTimeField, Q, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
@@ -40,11 +40,17 @@ from .work_types import VoteRejected
 SHOWN_CHOICES = (Choice.A, Choice.B, Choice.TIE)
 
 
+def _formal_counts(project: Project, annotator: Any) -> tuple[int, int]:
+    """(formal votes, formal ties) of the annotator in the project, in one query."""
+    counts = formal_votes(project, annotator).aggregate(
+        n=Count("pk"), t=Count("pk", filter=Q(choice=Choice.TIE))
+    )
+    return counts["n"], counts["t"]
+
+
 def tie_allowance(*, project: Project, annotator: Any) -> int:
     """Ties the annotator may cast now, one after the other (formal votes only)."""
-    votes = formal_votes(project, annotator)
-    n = votes.count()
-    t = votes.filter(choice=Choice.TIE).count()
+    n, t = _formal_counts(project, annotator)
     return tiecap.allowance(ties=t, votes=n, cap=project.tie_cap)
 
 
@@ -54,9 +60,7 @@ def _percent(cap: Any) -> str:
 
 
 def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
-    votes = formal_votes(project, annotator)
-    n = votes.count()
-    t = votes.filter(choice=Choice.TIE).count()
+    n, t = _formal_counts(project, annotator)
     allowed = (
         tiecap.revise_to_tie_allowed(ties=t, votes=n, cap=project.tie_cap)
         if revising
