@@ -1,3 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .views import jobs
+
+urlpatterns = [
+    path(
+        "projects/<slug:slug>/aggregate/",
+        jobs.aggregation_start,
+        name="aggregation-start",
+    ),
+]

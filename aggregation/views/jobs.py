@@ -1,0 +1,35 @@
+"""Start the aggregation job (lead only): htmx gets the job card, a plain POST is redirected."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
+
+from annotation.models import Split
+from annotation.permissions import lead_required
+from annotation.selectors import project_get
+
+from ..services.aggregate import aggregation_start as aggregation_start_service
+
+
+@lead_required
+@require_POST
+def aggregation_start(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_get(slug=slug)
+    split = request.POST.get("split") or None
+    if split is not None and split not in Split.values:
+        return HttpResponseBadRequest(
+            f"Unknown split {split!r}: expected one of {', '.join(Split.values)}."
+        )
+    job = aggregation_start_service(project=project, split=split, created_by=request.user)
+    if request.htmx:
+        response = render(request, "annotation/job.html#job-card", {"job": job})
+        scope = Split(split).label if split else "all splits"
+        return trigger_client_event(response, "toast", {"value": f"Aggregation started ({scope})"})
+    try:
+        return redirect(reverse("dashboard", args=[project.slug]))
+    except NoReverseMatch:
+        return redirect("job-status", job.pk)
