@@ -10,14 +10,14 @@ never pick the same run index.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -239,21 +239,38 @@ def judge_run_upload(
             runs.append(run)
             labels = parsed.runs[file_run]
             raw = parsed.raw_outputs.get(file_run, {})
-            Prediction.objects.bulk_create(
+            _predictions_insert(
+                run,
                 (
-                    Prediction(
-                        run=run,
-                        question_id=qids[pos],
-                        prediction=labels[pos],
-                        raw_output=raw.get(pos, ""),
-                    )
+                    (qids[pos], labels[pos], raw.get(pos, ""))
                     for pos in np.flatnonzero(np.not_equal(labels, None)).tolist()
                 ),
-                batch_size=_BATCH,
             )
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
     progress(n_rows + 1, n_rows + 1, "Scored")
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
+
+
+def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> None:
+    """Insert (question_id, prediction, raw_output) rows of a run, in the caller's transaction.
+
+    PostgreSQL gets them through COPY, several times faster than INSERTs for a large file;
+    other databases through bulk_create.
+    """
+    if connection.vendor != "postgresql":
+        Prediction.objects.bulk_create(
+            (Prediction(run=run, question_id=q, prediction=p, raw_output=r) for q, p, r in rows),
+            batch_size=_BATCH,
+        )
+        return
+    meta = Prediction._meta
+    columns = ", ".join(
+        meta.get_field(name).column for name in ("run", "question_id", "prediction", "raw_output")
+    )
+    sql = f"COPY {meta.db_table} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for qid, label, raw in rows:
+            copy.write_row((run.pk, qid, label, raw))
 
 
 def _run_arrays(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
