@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "annotation",
@@ -187,6 +188,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Dataset versions, rows and files; judge predictions and scorecards.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page's Swagger UI is served from the installed sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Security when deployed -----------------------------------------------------------------

@@ -104,7 +104,11 @@ class RowOutSerializer(serializers.Serializer):
         data = row.data
         out = {field: data.get(field) for field in ROW_FIELDS}
         if VOTES_FIELD in data:
-            out[VOTES_FIELD] = data[VOTES_FIELD]
+            # Stored as JSONB, which keeps its own key order: restore the published one.
+            out[VOTES_FIELD] = [
+                {k: vote.get(k) for k in ("annotator", "choice", "rationale")}
+                for vote in data[VOTES_FIELD]
+            ]
         return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,8 +18,9 @@ from ..services.tokens import SCOPES, token_create, token_revoke
 
 def _context(**extra: object) -> dict[str, object]:
     users = get_user_model().objects.filter(is_active=True).order_by("username")
+    # Active tokens first, newest first; revoked ones below.
     tokens = ApiToken.objects.select_related("user", "created_by").order_by(
-        "revoked_at", "-created_at"
+        F("revoked_at").desc(nulls_first=True), "-created_at"
     )
     return {"tokens": tokens, "users": users, "scopes": SCOPES.items(), **extra}
 

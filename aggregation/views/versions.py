@@ -53,6 +53,7 @@ def version_build(request: HttpRequest, slug: str) -> HttpResponse:
         include_seeds=_checked(request, "include_seeds"),
     )
     if request.htmx:
+        job.refresh_from_db()  # an eager run (no broker) has already finished it
         response = render(request, "annotation/job.html#job-card", {"job": job})
         response["HX-Trigger"] = "version-build-started"
         return response
@@ -77,8 +78,14 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "counts": counts,
         "agreement": agreement,
         "splits": [
-            {"split": split, **stats, "agreement": agreement.get(split) or {}}
-            for split, stats in counts.get("per_split", {}).items()
+            {
+                "split": split,
+                **stats,
+                "per_criterion": dict(sorted(stats.get("per_criterion", {}).items())),
+                "agreement": agreement.get(split) or {},
+            }
+            # JSONB keeps its own key order; show the splits and criteria sorted.
+            for split, stats in sorted(counts.get("per_split", {}).items())
         ],
         "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True),
         "rows": [r.data for r in selectors.version_rows(version=version)[:PREVIEW_ROWS]],

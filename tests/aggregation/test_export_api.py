@@ -85,7 +85,8 @@ def test_rows_are_paginated_and_filtered(built, lead_key):
         "question_id", "prompt_id", "split", "criterion", "question", "image_path",
         "pred_a", "pred_b", "model_a", "model_b", "preference", "votes",
     ]  # fmt: skip
-    assert first == built.rows.order_by("id").first().data | {}
+    assert first == built.rows.order_by("id").first().data
+    assert list(first["votes"][0]) == ["annotator", "choice", "rationale"]
     page = client.get(f"{BASE}/1/rows/", {"page_size": 3, "page": 2}).json()
     assert page["count"] == 4 and [r["question_id"] for r in page["results"]] == [
         everything["results"][3]["question_id"]
@@ -262,3 +263,4 @@ def test_openapi_schema_lists_the_dataset_endpoints(built, lead, client):
     assert {"200", "206", "304", "416"} <= set(files["responses"])
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+    assert b"cdn." not in docs.content  # the UI is served locally, nothing downloads

@@ -161,3 +161,48 @@ def test_the_build_job_runs_on_a_real_worker(celery_worker, project, lead, annot
     # The worker's files are the same bytes as an in-process build of the same labels.
     again = version_build(project=project, by=lead, include_votes=True)
     assert again.manifest["data_sha256"] == version.manifest["data_sha256"]
+
+
+def test_versions_page_is_for_the_lead_and_lists_figures(client, project, lead, annotators, data):
+    version_build(project=project, by=lead)
+    url = f"/projects/{project.slug}/versions/"
+    client.force_login(annotators[0])
+    assert client.get(url).status_code == 403
+    assert client.post(f"{url}build/").status_code == 403
+    assert client.get(f"{url}1/files/jsonl").status_code == 403
+    client.force_login(lead)
+    page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-version="1"' in html and "Ready" in html
+    assert "2 / 1" in html  # prompts per split
+    assert "50% / 0%" in html  # conflict share per split
+    assert f"{url}1/files/parquet" in html
+    detail = client.get(f"{url}1/").content.decode()
+    assert "p1__completeness" in detail
+    assert DatasetVersion.objects.get(number=1).manifest["data_sha256"] in detail
+
+
+def test_build_from_the_page(client, project, lead, data, django_capture_on_commit_callbacks):
+    client.force_login(lead)
+    url = f"/projects/{project.slug}/versions/build/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"include_votes": "on"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and b'data-job-status="queued"' in response.content
+    version = DatasetVersion.objects.get(project=project)
+    assert version.status == "ready" and version.include_votes and not version.include_seeds
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"include_seeds": "1"})
+    assert response.status_code == 302 and response["Location"].endswith("/versions/")
+    assert DatasetVersion.objects.get(number=2).include_seeds
+
+
+def test_lead_downloads_a_file_with_ranges(client, project, lead, data):
+    version = version_build(project=project, by=lead)
+    client.force_login(lead)
+    url = f"/projects/{project.slug}/versions/1/files/jsonl"
+    response = client.get(url, HTTP_RANGE="bytes=0-9")
+    with version.files.get(kind="jsonl").file.open("rb") as fh:
+        whole = fh.read()
+    assert response.status_code == 206 and b"".join(response.streaming_content) == whole[:10]
+    assert b"".join(client.get(url).streaming_content) == whole
