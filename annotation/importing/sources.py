@@ -1,0 +1,173 @@
+"""Where an import reads from: a JSONL or Parquet file on disk, or a zip holding one plus images.
+
+Images are referenced by paths relative to the data file. A path that is absolute or climbs out
+with ``..`` is refused, and so is any zip entry named that way (zip slip), before anything is
+read.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from .errors import ImportRejected, Problem
+
+DATA_SUFFIXES = (".jsonl", ".ndjson", ".parquet")
+# A single image file larger than this is refused before it is read into memory.
+MAX_IMAGE_BYTES = 50 * 1024 * 1024
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class ImageRefError(ValueError):
+    """The referenced image cannot be read; the message says why."""
+
+
+def unsafe_path(name: str) -> str | None:
+    """Why ``name`` may not be used as a relative path (None when it is fine)."""
+    if not name or not name.strip():
+        return "empty path"
+    normal = name.replace("\\", "/")
+    if normal.startswith("/") or _DRIVE.match(normal):
+        return "absolute paths are not allowed"
+    if ".." in normal.split("/"):
+        return "paths with '..' are not allowed"
+    return None
+
+
+class ImportSource:
+    """A data file (re-openable for the two passes) and the images beside it."""
+
+    kind: str  # "jsonl" | "parquet"
+    name: str
+
+    def open_data(self) -> IO[bytes]:
+        raise NotImplementedError
+
+    def _read(self, relative: str) -> bytes:
+        raise NotImplementedError
+
+    def read_image(self, ref: str) -> bytes:
+        reason = unsafe_path(ref)
+        if reason:
+            raise ImageRefError(f"{reason}: {ref!r}")
+        return self._read(ref.replace("\\", "/"))
+
+
+class FileSource(ImportSource):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = path.name
+        self.kind = "parquet" if path.suffix.lower() == ".parquet" else "jsonl"
+        self.base = path.resolve().parent
+
+    def open_data(self) -> IO[bytes]:
+        return open(self.path, "rb")
+
+    def _read(self, relative: str) -> bytes:
+        target = (self.base / relative).resolve()
+        if not target.is_relative_to(self.base):
+            raise ImageRefError(f"path leaves the file's folder: {relative!r}")
+        if not target.is_file():
+            raise ImageRefError(f"image file not found: {relative!r}")
+        if target.stat().st_size > MAX_IMAGE_BYTES:
+            raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
+        return target.read_bytes()
+
+
+class ZipSource(ImportSource):
+    def __init__(self, archive: zipfile.ZipFile, data_name: str) -> None:
+        self.archive = archive
+        self.data_name = data_name
+        self.name = posixpath.basename(data_name)
+        self.kind = "parquet" if data_name.lower().endswith(".parquet") else "jsonl"
+        self.base = posixpath.dirname(data_name)
+        self.entries = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+
+    def open_data(self) -> IO[bytes]:
+        return self.archive.open(self.data_name)
+
+    def _read(self, relative: str) -> bytes:
+        name = posixpath.normpath(posixpath.join(self.base, relative)) if self.base else relative
+        info = self.entries.get(name)
+        if info is None:
+            raise ImageRefError(f"image not found in the zip: {name!r}")
+        if info.file_size > MAX_IMAGE_BYTES:
+            raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
+        return self.archive.read(info)
+
+
+def zip_problems(archive: zipfile.ZipFile) -> list[Problem]:
+    """Every entry whose name is absolute or contains ``..`` (refused before any read)."""
+    problems = []
+    for info in archive.infolist():
+        reason = unsafe_path(info.filename)
+        if reason:
+            problems.append(Problem(None, "zip entry", f"{reason}: {info.filename!r}"))
+    return problems
+
+
+def _zip_data_name(archive: zipfile.ZipFile) -> str:
+    candidates = [
+        info.filename
+        for info in archive.infolist()
+        if not info.is_dir()
+        and info.filename.lower().endswith(DATA_SUFFIXES)
+        and not info.filename.startswith("__MACOSX/")
+    ]
+    if len(candidates) != 1:
+        found = ", ".join(candidates) if candidates else "none"
+        raise ImportRejected(
+            [
+                Problem(
+                    None,
+                    "zip",
+                    f"the zip must hold exactly one .jsonl or .parquet data file (found: {found})",
+                )
+            ]
+        )
+    return candidates[0]
+
+
+@contextmanager
+def source_open(path: str | Path) -> Iterator[ImportSource]:
+    """Open ``path`` (.jsonl/.ndjson/.parquet or .zip) as an import source."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise ImportRejected([Problem(None, "file", f"no such file: {path.name}")])
+    if suffix == ".zip":
+        try:
+            archive = zipfile.ZipFile(path)
+        except zipfile.BadZipFile as exc:
+            raise ImportRejected([Problem(None, "file", f"not a valid zip file ({exc})")]) from exc
+        with archive:
+            problems = zip_problems(archive)
+            if problems:
+                raise ImportRejected(problems)
+            yield ZipSource(archive, _zip_data_name(archive))
+        return
+    if suffix not in DATA_SUFFIXES:
+        raise ImportRejected(
+            [Problem(None, "file", "expected a .jsonl, .parquet or .zip file, got " + path.name)]
+        )
+    yield FileSource(path)
+
+
+def jsonl_looks_like_rows(source: ImportSource) -> bool:
+    """True when the first JSON object of a JSONL file is a Multi-Crit row (one per criterion)."""
+    with source.open_data() as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                return False
+            return isinstance(obj, dict) and "prompt_id" in obj and "criterion" in obj
+    return False

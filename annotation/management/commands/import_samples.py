@@ -1,0 +1,80 @@
+"""``manage.py import_samples PROJECT FILE``: validate a file fully, then import it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from annotation.curation import FILTERS, parse_filters
+from annotation.importing import ImportRejected, samples_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Import samples from a JSONL file (our format), a Multi-Crit row file (JSONL or "
+        "Parquet), or a zip holding one of them plus its images. The project is created with "
+        "the default criteria when the slug is new."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("project", help="project slug")
+        parser.add_argument("file", help=".jsonl, .parquet or .zip")
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="replace samples whose content changed since an earlier import",
+        )
+        parser.add_argument(
+            "--filter",
+            dest="filters",
+            default="",
+            help=f"curation filters to apply, comma-separated: {','.join(FILTERS)}",
+        )
+        parser.add_argument("--name", default=None, help="name of the project if it is created")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            filters = parse_filters(options["filters"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        bars: dict[str, tqdm] = {}
+        show = options["verbosity"] > 0
+
+        def progress(done: int, total: int | None = None, message: str = "") -> None:
+            if not show:
+                return
+            bar = bars.get(message)
+            if bar is None:
+                for other in bars.values():
+                    other.close()
+                bar = bars[message] = tqdm(
+                    total=total, desc=message or "Import", unit="sample", file=self.stderr._out
+                )
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        try:
+            report = samples_import(
+                project=options["project"],
+                path=options["file"],
+                update=options["update"],
+                filters=filters,
+                progress=progress,
+                project_name=options["name"],
+            )
+        except ImportRejected as exc:
+            for bar in bars.values():
+                bar.close()
+            for problem in exc.problems:
+                self.stderr.write(str(problem))
+            if exc.more:
+                self.stderr.write(f"... and {exc.more} more")
+            raise CommandError(
+                f"{exc.count} error(s) in {options['file']}; nothing was imported."
+            ) from exc
+        for bar in bars.values():
+            bar.close()
+        self.stdout.write(self.style.SUCCESS(report.summary()))
