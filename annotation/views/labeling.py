@@ -1,0 +1,225 @@
+"""The labeling screen: one (sample, criterion) at a time, submitted in place with htmx.
+
+Every action also works as a plain form POST followed by a redirect, so the screen is usable
+without JavaScript. Assignment, voting, the tie cap and the calibration gate live in
+``annotation.services.work``; these views only translate requests and pick a template.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import trigger_client_event
+
+from ..models import Choice, ProblemReport, Project
+from ..services import work
+
+TEMPLATE = "annotation/label.html"
+SHOWN_CHOICES = ("A", "B", "tie")
+# A vote's time is measured by the page; anything beyond this is an idle tab, not work.
+MAX_SECONDS = 3600.0
+
+
+def _project(slug: str) -> Project:
+    return get_object_or_404(Project, slug=slug)
+
+
+def _shown(choice: str, swapped: bool) -> str:
+    """Map a stored canonical choice to the side the annotator saw it on."""
+    if swapped and choice in (Choice.A, Choice.B):
+        return Choice.B if choice == Choice.A else Choice.A
+    return choice
+
+
+def _seconds(raw: str | None) -> float:
+    try:
+        value = float(raw or 0)
+    except ValueError:
+        return 0.0
+    if value != value:  # NaN
+        return 0.0
+    return max(0.0, min(MAX_SECONDS, value))
+
+
+def _item_context(
+    project: Project,
+    item: work.WorkItem,
+    *,
+    choice: str | None = None,
+    rationale: str | None = None,
+    errors: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    sample = item.sample
+    if choice is None and item.vote is not None:
+        choice = _shown(item.vote.choice, item.swapped)
+    if rationale is None:
+        rationale = item.vote.rationale if item.vote is not None else ""
+    return {
+        "project": project,
+        "item": item,
+        "sample": sample,
+        "criterion": item.criterion,
+        "left_text": sample.response_b if item.swapped else sample.response_a,
+        "right_text": sample.response_a if item.swapped else sample.response_b,
+        "choice": choice or "",
+        "rationale": rationale,
+        "errors": errors or {},
+        "done": item.done,
+        "total": item.total,
+        "ties_available": item.ties_available,
+        "problem_kinds": ProblemReport.Kind.choices,
+        "back_url": _back_url(project, item),
+    }
+
+
+def _back_url(project: Project, item: work.WorkItem) -> str:
+    url = reverse("label-back", args=[project.slug])
+    if item.vote is not None:
+        # Revisiting a voted item: Back goes to the vote before it, not to the latest one.
+        url += f"?sample={item.sample.pk}&criterion={item.criterion.pk}"
+    return url
+
+
+def _screen(request: HttpRequest, project: Project, context: dict[str, Any], status: int = 200):
+    template = f"{TEMPLATE}#work" if request.htmx else TEMPLATE
+    return render(request, template, context, status=status)
+
+
+def _next_context(project: Project, user: Any) -> dict[str, Any]:
+    item = work.work_next(project=project, annotator=user)
+    if item is not None:
+        return _item_context(project, item)
+    state = work.work_state(project=project, annotator=user)
+    if state.mode == "not_member":
+        raise PermissionDenied("You are not an annotator in this project.")
+    return {
+        "project": project,
+        "item": None,
+        "state": state,
+        "done": state.done,
+        "total": state.total,
+        "ties_available": state.ties_available,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def label(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: the current item (or an end screen). POST: submit a vote, then the next item."""
+    project = _project(slug)
+    if request.method == "GET":
+        return _screen(request, project, _next_context(project, request.user))
+    try:
+        sample_id = int(request.POST.get("sample_id", ""))
+        criterion_id = int(request.POST.get("criterion_id", ""))
+    except ValueError:
+        return HttpResponse("sample_id and criterion_id are required.", status=400)
+    shown_choice = request.POST.get("choice", "")
+    rationale = request.POST.get("rationale", "")
+    try:
+        work.vote_submit(
+            project=project,
+            annotator=request.user,
+            sample_id=sample_id,
+            criterion_id=criterion_id,
+            shown_choice=shown_choice,
+            rationale=rationale,
+            seconds=_seconds(request.POST.get("seconds")),
+        )
+    except work.VoteRejected as rejected:
+        try:
+            item = work.work_item(
+                project=project,
+                annotator=request.user,
+                sample_id=sample_id,
+                criterion_id=criterion_id,
+            )
+        except (PermissionDenied, Http404):
+            # The item itself is gone (lease lost, reassigned): say so above the next one.
+            context = _next_context(project, request.user)
+            context["notice"] = rejected.message
+            return _screen(request, project, context, status=422)
+        context = _item_context(
+            project,
+            item,
+            choice=shown_choice if shown_choice in SHOWN_CHOICES else "",
+            rationale=rationale,
+            errors={rejected.field: rejected.message},
+        )
+        # 422 for both paths; labeling.js tells htmx to swap it in like a success.
+        return _screen(request, project, context, status=422)
+    if not request.htmx:
+        return redirect("label", slug=project.slug)
+    response = _screen(request, project, _next_context(project, request.user))
+    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    return trigger_client_event(response, "toast", {"value": "Vote saved"})
+
+
+@login_required
+@require_GET
+def label_item(request: HttpRequest, slug: str, sample_id: int, criterion_id: int) -> HttpResponse:
+    """Revisit one of the annotator's own items (used by Back)."""
+    project = _project(slug)
+    item = work.work_item(
+        project=project, annotator=request.user, sample_id=sample_id, criterion_id=criterion_id
+    )
+    return _screen(request, project, _item_context(project, item))
+
+
+@login_required
+@require_GET
+def label_back(request: HttpRequest, slug: str) -> HttpResponse:
+    """Go to the vote cast before the given item (or the latest vote) to revise it."""
+    project = _project(slug)
+    before = None
+    try:
+        if request.GET.get("sample") and request.GET.get("criterion"):
+            before = (int(request.GET["sample"]), int(request.GET["criterion"]))
+    except ValueError:
+        before = None
+    item = work.vote_previous(project=project, annotator=request.user, before=before)
+    if item is None:
+        if not request.htmx:
+            return redirect("label", slug=project.slug)
+        response = _screen(request, project, _next_context(project, request.user))
+        return trigger_client_event(response, "toast", {"value": "No earlier vote to revise"})
+    url = reverse("label-item", args=[project.slug, item.sample.pk, item.criterion.pk])
+    if not request.htmx:
+        return redirect(url)
+    response = _screen(request, project, _item_context(project, item))
+    response["HX-Push-Url"] = url
+    return response
+
+
+@login_required
+@require_POST
+def report_problem(request: HttpRequest, slug: str) -> HttpResponse:
+    """Flag a sample (broken image, unreadable response); it leaves the annotator's queue."""
+    project = _project(slug)
+    try:
+        sample_id = int(request.POST.get("sample_id", ""))
+    except ValueError:
+        return HttpResponse("sample_id is required.", status=400)
+    kind = request.POST.get("kind", "")
+    if kind not in ProblemReport.Kind.values:
+        kind = ProblemReport.Kind.OTHER
+    work.problem_report(
+        project=project,
+        annotator=request.user,
+        sample_id=sample_id,
+        kind=kind,
+        note=request.POST.get("note", "")[:2000],
+    )
+    if not request.htmx:
+        return redirect("label", slug=project.slug)
+    response = _screen(request, project, _next_context(project, request.user))
+    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    return trigger_client_event(
+        response, "toast", {"value": "Problem reported; the sample left your queue"}
+    )

@@ -1,0 +1,263 @@
+"""The annotator's critical path in a real browser: calibration by keyboard, review, formal work."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.files.base import ContentFile
+from django.utils import timezone
+from PIL import Image, ImageDraw
+
+from annotation.models import Criterion, ProjectMember, Sample, Slot, Vote, VoteRevision
+from annotation.services import work
+from annotation.services.projects import member_add, project_create
+from tests.conftest import make_sample, make_user
+from tests.e2e.conftest import login, screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+OPEN_ENDED_A = """The photo shows a **street market** at dusk: a woman in a red coat hands a paper
+bag to a vendor behind a stall of oranges.
+
+- three lamps above the stall, two lit;
+- a chalkboard reading *"Oranges 3 for 2"*;
+- a bicycle against the lamp post on the left.
+
+| object | count |
+|---|---|
+| lamps | 3 |
+| bicycles | 1 |
+"""
+OPEN_ENDED_B = """This is a market in the evening. People are buying fruit and the lights are on.
+The atmosphere is pleasant and the colours are warm. Someone will probably buy something next."""
+REASONING_A = r"""Let the legs be $a = 6$ and $b = 8$. By Pythagoras the hypotenuse is
+$$c = \sqrt{a^2 + b^2} = \sqrt{36 + 64} = 10.$$
+The inradius is \(r = \frac{a + b - c}{2} = 2\), so the shaded area is
+\[ A = \frac{1}{2}ab - \pi r^2 = 24 - 4\pi \approx 11.43. \]
+
+```python
+from math import pi
+print(24 - 4 * pi)
+```
+"""
+REASONING_B = r"""The triangle has area $\frac{1}{2} \cdot 6 \cdot 8 = 24$. The circle has radius
+$r = 3$ because it touches the longest side, so the shaded area is $24 - 9\pi$, which is negative;
+therefore the answer is $0$."""
+
+
+def _png() -> bytes:
+    image = Image.new("RGB", (960, 640), (36, 52, 84))
+    draw = ImageDraw.Draw(image)
+    for i in range(10):
+        draw.rectangle([60 + i * 86, 360, 120 + i * 86, 600], fill=(210 - i * 9, 120 + i * 6, 50))
+    draw.ellipse([700, 60, 860, 220], fill=(245, 196, 70))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def study(db):
+    """Two seed samples, two criteria per split, a lead and one annotator."""
+    project = project_create(name="Market study", slug="market")
+    for split in ("open_ended", "reasoning"):
+        keep = Criterion.objects.filter(project=project, split=split).order_by("order")[:2]
+        Criterion.objects.filter(project=project, split=split).exclude(
+            pk__in=[c.pk for c in keep]
+        ).delete()
+    seed_oe = make_sample(
+        project,
+        "seed-market",
+        is_seed=True,
+        question="What is happening in this picture, and what will probably happen next?",
+        response_a=OPEN_ENDED_A,
+        response_b=OPEN_ENDED_B,
+    )
+    seed_oe.image.save("market.png", ContentFile(_png()), save=True)
+    make_sample(
+        project,
+        "seed-triangle",
+        split="reasoning",
+        is_seed=True,
+        question=r"A right triangle has legs $6$ and $8$. Find the area inside the triangle "
+        r"but outside its inscribed circle.",
+        response_a=REASONING_A,
+        response_b=REASONING_B,
+    )
+    lead = make_user("lead", "lead")
+    annotator = make_user("alice")
+    member_add(project=project, user=annotator)
+    return project, lead, annotator
+
+
+def _formal(project, n: int, prefix: str) -> list[Sample]:
+    samples = [
+        make_sample(project, f"{prefix}-{i}", question=f"Formal question {prefix} {i}?")
+        for i in range(n)
+    ]
+    Slot.objects.bulk_create(
+        [
+            Slot(sample=s, index=i)
+            for s in samples
+            for i in range(1, project.annotators_per_sample + 1)
+        ]
+    )
+    return samples
+
+
+def _item_key(page) -> str:
+    work = page.locator("#work")
+    return f"{work.get_attribute('data-sample')}-{work.get_attribute('data-criterion')}"
+
+
+def _vote_by_keyboard(page, key: str, rationale: str) -> None:
+    """Choose with a shortcut key, type the rationale, press Enter; wait for the next screen."""
+    before = _item_key(page)
+    page.locator("#work").focus()
+    page.keyboard.press(key)
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'rationale'")
+    page.keyboard.press("Control+A")
+    page.keyboard.type(rationale)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(before) => { const w = document.getElementById('work');"
+        " return w && (w.dataset.sample + '-' + w.dataset.criterion) !== before; }",
+        arg=before,
+    )
+
+
+def test_calibration_by_keyboard_review_and_formal_work(study, new_page, live_server):
+    project, _lead, annotator = study
+    _formal(project, 3, "formal")
+    page = new_page()
+    login(page, "alice")
+    page.goto(f"/projects/{project.slug}/label/")
+    assert page.locator(".badge.seed").inner_text().startswith("calibration")
+    assert "model-x" not in page.content()
+    screenshot(page, "label-open-ended")
+
+    n_items = Criterion.objects.filter(project=project).count()
+    keys = ["1", "2", "t", "a"]
+    seen = []
+    for i in range(n_items):
+        seen.append(_item_key(page))
+        if "reasoning" in page.locator(".work-title").inner_text().lower() and i == 2:
+            # KaTeX turned the math into rendered formulas.
+            assert page.locator(".response .katex").count() > 0
+            screenshot(page, "label-reasoning-math")
+        if i == 1:
+            # Revise the first vote with Back before going on.
+            page.locator("#work").focus()
+            page.keyboard.press("Alt+ArrowLeft")
+            page.wait_for_selector("text=revising your vote")
+            assert _item_key(page) == seen[0]
+            assert page.locator("#rationale").input_value().startswith("First thoughts")
+            _vote_by_keyboard(page, "2", "Revised: B names the lamps and the sign exactly.")
+            assert _item_key(page) == seen[1]
+        if i < n_items - 1:
+            _vote_by_keyboard(page, keys[i % 4], f"First thoughts on item {i}: A is more specific.")
+        else:
+            page.locator("#work").focus()
+            page.keyboard.press("1")
+            page.keyboard.type("Last seed item: A grounds every claim in the figure.")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("text=awaiting review")
+
+    votes = Vote.objects.filter(annotator=annotator, round=1)
+    assert votes.count() == n_items
+    sample_id, criterion_id = (int(x) for x in seen[0].split("-"))
+    revised = votes.get(sample_id=sample_id, criterion_id=criterion_id)
+    assert revised.rationale.startswith("Revised:")
+    assert VoteRevision.objects.filter(vote=revised).count() == 1
+    assert all(v.seconds > 0 for v in votes)
+    screenshot(page, "label-awaiting-review")
+
+    lead_page = new_page()
+    login(lead_page, "lead")
+    lead_page.goto(f"/projects/{project.slug}/calibration/")
+    assert "alice" in lead_page.locator(".members").inner_text()
+    screenshot(lead_page, "calibration-discussion")
+    member_id = _member_id(project, annotator)
+    lead_page.click(f"#member-{member_id} button:has-text('Mark calibrated')")
+    lead_page.wait_for_selector("text=is calibrated")
+    assert ProjectMember.objects.get(project=project, user=annotator).calibrated_at is not None
+
+    page.click("text=Check again")
+    page.wait_for_selector(".vote-form")
+    assert page.locator(".badge.seed").count() == 0
+    assert page.locator(".ties").inner_text() == "ties available: 0"
+    first_formal = _item_key(page)
+    assert int(first_formal.split("-")[0]) in set(
+        Sample.objects.filter(project=project, is_seed=False).values_list("pk", flat=True)
+    )
+
+
+def _member_id(project, user) -> int:
+    return ProjectMember.objects.get(project=project, user=user).pk
+
+
+def test_tie_beyond_the_cap_is_refused_and_the_rationale_kept(study, new_page, live_server):
+    project, lead, annotator = study
+    member = ProjectMember.objects.get(project=project, user=annotator)
+    work.calibration_mark(project=project, member=member, by=lead)
+    # Twenty earlier formal votes without a tie (ten samples x two criteria, slots completed):
+    # with a 10% cap the annotator now has two ties in hand.
+    earlier = _formal(project, 10, "earlier")
+    Slot.objects.filter(sample__in=earlier, index=1).update(
+        annotator=annotator, claimed_at=timezone.now(), completed_at=timezone.now()
+    )
+    Vote.objects.bulk_create(
+        [
+            Vote(
+                sample=s,
+                criterion=c,
+                annotator=annotator,
+                round=0,
+                choice="A",
+                rationale="An earlier formal vote, A is better.",
+            )
+            for s in earlier
+            for c in Criterion.objects.filter(project=project, split="open_ended")
+        ]
+    )
+    _formal(project, 3, "fresh")
+
+    page = new_page()
+    login(page, "alice")
+    page.goto(f"/projects/{project.slug}/label/")
+    ties = int(page.locator(".ties").get_attribute("data-ties"))
+    assert ties == 2
+    for _ in range(ties):
+        _vote_by_keyboard(page, "3", "Both responses are equally specific here.")
+    assert page.locator(".ties").get_attribute("data-ties") == "0"
+
+    rationale = "Honestly I cannot separate them on this point."
+    before = _item_key(page)
+    page.locator("#work").focus()
+    page.keyboard.press("t")
+    page.keyboard.type(rationale)
+    page.keyboard.press("Enter")
+    error = page.locator("#choice-error")
+    error.wait_for()
+    assert "tie" in error.inner_text().lower()
+    assert page.locator("#rationale").input_value() == rationale
+    assert _item_key(page) == before
+    screenshot(page, "label-tie-refused")
+
+    # Choosing A instead goes through with the kept text.
+    page.locator("#work").focus()
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(before) => { const w = document.getElementById('work');"
+        " return w && (w.dataset.sample + '-' + w.dataset.criterion) !== before; }",
+        arg=before,
+    )
+    assert Vote.objects.filter(annotator=annotator, round=0, rationale=rationale).count() == 1
+
+    # Finish the queue to reach the end screen.
+    while page.locator(".vote-form").count():
+        _vote_by_keyboard(page, "1", "A is more specific about the picture.")
+    page.wait_for_selector("text=All done, thank you!")
+    screenshot(page, "label-end")
