@@ -1,0 +1,105 @@
+"""The lead's membership page: annotators, their progress and open slots, and the lead's moves."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from ..models import Project, ProjectMember, Slot
+from ..permissions import lead_required
+from ..selectors_members import member_rows, users_addable
+from ..services import work
+from ..services.projects import member_add
+
+
+def _int(raw: str | None) -> int | None:
+    try:
+        return int(raw) if raw else None
+    except ValueError:
+        return None
+
+
+@lead_required
+@require_GET
+def members(request: HttpRequest, slug: str) -> HttpResponse:
+    """Annotators with calibration state, assigned/done counts and their unfinished slots."""
+    project = get_object_or_404(Project, slug=slug)
+    rows = member_rows(project=project)
+    calibrated = [r.member for r in rows if r.member.is_active and r.member.is_calibrated]
+    return render(
+        request,
+        "annotation/members.html",
+        {
+            "project": project,
+            "rows": rows,
+            "addable": users_addable(project=project),
+            "reassign_targets": calibrated,
+            "n_active": sum(1 for r in rows if r.member.is_active),
+            "n_open": sum(len(r.open_slots) for r in rows),
+        },
+    )
+
+
+@lead_required
+@require_POST
+def member_add_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Add an existing user to the project as an annotator."""
+    project = get_object_or_404(Project, slug=slug)
+    user = get_user_model().objects.filter(pk=_int(request.POST.get("user_id")), is_active=True)
+    user = user.first()
+    if user is None:
+        messages.error(request, "Choose a user to add.")
+    else:
+        member_add(project=project, user=user)
+        messages.success(request, f"{user.get_username()} is now an annotator of {project.name}.")
+    return redirect("members", slug=project.slug)
+
+
+@lead_required
+@require_POST
+def member_remove_view(request: HttpRequest, slug: str, member_id: int) -> HttpResponse:
+    """Remove an annotator: their unfinished slots go back to the pool, their votes stay."""
+    project = get_object_or_404(Project, slug=slug)
+    member = get_object_or_404(
+        ProjectMember.objects.select_related("user"), pk=member_id, project=project
+    )
+    released = work.member_remove(project=project, member=member, by=request.user)
+    messages.success(
+        request,
+        f"{member.user.get_username()} was removed; {released} unfinished slot"
+        f"{'' if released == 1 else 's'} released, votes kept.",
+    )
+    return redirect("members", slug=project.slug)
+
+
+@lead_required
+@require_POST
+def slot_reassign_view(request: HttpRequest, slug: str, slot_id: int) -> HttpResponse:
+    """Move an unfinished slot to another calibrated annotator, or back to open."""
+    project = get_object_or_404(Project, slug=slug)
+    slot = get_object_or_404(
+        Slot.objects.select_related("sample", "annotator"), pk=slot_id, sample__project=project
+    )
+    target_id = _int(request.POST.get("to"))
+    target = None
+    if target_id is not None:
+        member = ProjectMember.objects.filter(
+            project=project, user_id=target_id, is_active=True
+        ).select_related("user")
+        member = member.first()
+        if member is None:
+            messages.error(request, "That user is not an active annotator of this project.")
+            return redirect("members", slug=project.slug)
+        target = member.user
+    try:
+        work.slot_reassign(slot=slot, to_annotator=target, by=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        where = target.get_username() if target else "the open pool"
+        messages.success(request, f"{slot.sample.external_id} (slot {slot.index}) → {where}.")
+    return redirect("members", slug=project.slug)
