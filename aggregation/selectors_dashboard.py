@@ -103,15 +103,20 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple]:
         return cursor.fetchall()
 
 
-def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
-    """Per split: {number of criteria with the full k votes: number of samples with votes}."""
+def _sample_completion(project: Project, today: datetime) -> dict[str, dict[str, Any]]:
+    """Per split, from one pass over the formal votes: vote, tie and today counts, and
+    ``full``: {number of criteria with the full k votes: number of samples with votes}."""
     vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
     sql = f"""
-        SELECT split, full_n, COUNT(*) FROM (
+        SELECT split, full_n, COUNT(*), SUM(n), SUM(ties), SUM(recent) FROM (
             SELECT per_crit.sample_id, per_crit.split,
-                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_n
+                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_n,
+                   SUM(per_crit.n) AS n, SUM(per_crit.ties) AS ties,
+                   SUM(per_crit.recent) AS recent
             FROM (
-                SELECT v.sample_id, s.split, v.criterion_id, COUNT(*) AS n
+                SELECT v.sample_id, s.split, v.criterion_id, COUNT(*) AS n,
+                       SUM(CASE WHEN v.choice = %s THEN 1 ELSE 0 END) AS ties,
+                       SUM(CASE WHEN v.created_at >= %s THEN 1 ELSE 0 END) AS recent
                 FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
                 WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s AND v.round = %s
                 GROUP BY v.sample_id, s.split, v.criterion_id
@@ -122,14 +127,20 @@ def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
     """
     params = [
         project.annotators_per_sample,
+        Choice.TIE,
+        connection.ops.adapt_datetimefield_value(today),
         project.pk,
         False,
         SampleStatus.ACTIVE,
         Vote.FORMAL_ROUND,
     ]
-    out: dict[str, dict[int, int]] = {}
-    for split, full_n, n in _fetch(sql, params):
-        out.setdefault(split, {})[int(full_n)] = int(n)
+    out: dict[str, dict[str, Any]] = {}
+    for split, full_n, n, votes, ties, recent in _fetch(sql, params):
+        row = out.setdefault(split, {"full": {}, "done": 0, "ties": 0, "today": 0})
+        row["full"][int(full_n)] = int(n)
+        row["done"] += int(votes)
+        row["ties"] += int(ties)
+        row["today"] += int(recent)
     return out
 
 
@@ -174,14 +185,26 @@ class Dashboard:
     computed_at: datetime | None
 
 
-def _median_by_annotator(votes: Any) -> dict[int, float | None]:
+def _per_annotator(votes: Any, today: datetime) -> dict[int, dict[str, Any]]:
+    """Formal vote, tie and today counts and the median seconds per vote, per annotator."""
+    counts = {
+        "done": Count("id"),
+        "ties": Count("id", filter=Q(choice=Choice.TIE)),
+        "today": Count("id", filter=Q(created_at__gte=today)),
+    }
     if connection.vendor == "postgresql":
-        rows = votes.values("annotator_id").annotate(m=Median("seconds")).order_by()
-        return {r["annotator_id"]: r["m"] for r in rows}
-    seconds: dict[int, list[float]] = {}
-    for annotator_id, value in votes.values_list("annotator_id", "seconds").iterator():
-        seconds.setdefault(annotator_id, []).append(value)
-    return {k: statistics.median(v) for k, v in seconds.items()}
+        counts["median"] = Median("seconds")
+    rows = {
+        r["annotator_id"]: r
+        for r in votes.values("annotator_id", "annotator__username").annotate(**counts).order_by()
+    }
+    if connection.vendor != "postgresql":
+        seconds: dict[int, list[float]] = {}
+        for annotator_id, value in votes.values_list("annotator_id", "seconds").iterator():
+            seconds.setdefault(annotator_id, []).append(value)
+        for annotator_id, row in rows.items():
+            row["median"] = statistics.median(seconds[annotator_id])
+    return rows
 
 
 def dashboard_figures(*, project: Project) -> Dashboard:
@@ -200,34 +223,26 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     sample_counts = dict(
         formal_samples.values("split").annotate(n=Count("id")).order_by().values_list("split", "n")
     )
-    completion = _sample_completion(project)
+    completion = _sample_completion(project, today)
     votes = Vote.objects.filter(
         sample__project=project,
         sample__is_seed=False,
         sample__status=SampleStatus.ACTIVE,
         round=Vote.FORMAL_ROUND,
     )
-    tie = Q(choice=Choice.TIE)
-    recent = Q(created_at__gte=today)
-    per_split_votes = {
-        r["sample__split"]: r
-        for r in votes.values("sample__split")
-        .annotate(done=Count("id"), ties=Count("id", filter=tie), today=Count("id", filter=recent))
-        .order_by()
-    }
 
     splits: list[dict[str, Any]] = []
     for value, label in Split.choices:
         total = sample_counts.get(value, 0)
         if not total and not n_crit.get(value):
             continue
-        full = completion.get(value, {})
+        v = completion.get(value, {"full": {}, "done": 0, "ties": 0, "today": 0})
+        full = v["full"]
         touched = sum(full.values())
         needed_criteria = n_crit.get(value, 0)
         complete = sum(
             n for full_n, n in full.items() if needed_criteria and full_n >= needed_criteria
         )
-        v = per_split_votes.get(value, {"done": 0, "ties": 0, "today": 0})
         needed = total * n_crit.get(value, 0) * k
         splits.append(
             {
@@ -269,13 +284,7 @@ def dashboard_figures(*, project: Project) -> Dashboard:
             "user"
         )
     }
-    per_annotator = {
-        r["annotator_id"]: r
-        for r in votes.values("annotator_id", "annotator__username")
-        .annotate(done=Count("id"), ties=Count("id", filter=tie), today=Count("id", filter=recent))
-        .order_by()
-    }
-    medians = _median_by_annotator(votes)
+    per_annotator = _per_annotator(votes, today)
     assigned: dict[int, int] = {}
     slot_rows = (
         Slot.objects.filter(
@@ -339,7 +348,7 @@ def dashboard_figures(*, project: Project) -> Dashboard:
                 "tie_rate": tie_rate,
                 "tie_cap_used": (tie_rate / tie_cap) if tie_rate is not None and tie_cap else None,
                 "over_cap": tie_rate is not None and tie_rate >= tie_cap,
-                "median_seconds": medians.get(uid),
+                "median_seconds": r.get("median"),
                 "flags": flags.get(uid, 0),
                 "votes_today": r["today"],
                 "agreement": agreement,

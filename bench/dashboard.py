@@ -1,0 +1,167 @@
+"""Time the lead's dashboard and review-queue reads on a large project (default 20,000 samples).
+
+    DATABASE_URL=postgres://... .venv/bin/python bench/dashboard.py [--samples N] [--keep]
+
+Builds N open-ended samples x 5 criteria x 3 formal votes (plus slots and aggregated labels) in
+a fresh project of the database named by DATABASE_URL (use a scratch database), then prints the
+seconds and the number of SQL queries of: the dashboard figures, one review-queue page, the
+queue counts and one item's next / previous. The project is deleted afterwards unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from aggregation.models import CriterionLabel, Outcome  # noqa: E402
+from aggregation.selectors_dashboard import dashboard_figures  # noqa: E402
+from aggregation.selectors_review_queue import (  # noqa: E402
+    QueueFilters,
+    review_counts,
+    review_neighbours,
+    review_page,
+    review_queue,
+)
+from annotation.models import Criterion, Project, Sample, Slot, Vote  # noqa: E402
+from annotation.services.projects import member_add, project_create  # noqa: E402
+
+BATCH = 5000
+
+
+def build(n_samples: int, rng: random.Random) -> Project:
+    slug = f"bench-dashboard-{int(time.time())}"
+    project = project_create(name="Dashboard benchmark", slug=slug)
+    users = [User.objects.get_or_create(username=f"bench-ann{i}")[0] for i in range(1, 10)]
+    for user in users:
+        member_add(project=project, user=user)
+    criteria = list(Criterion.objects.filter(project=project, split="open_ended"))
+    samples = Sample.objects.bulk_create(
+        [
+            Sample(
+                project=project,
+                external_id=f"b{i:07d}",
+                split="open_ended",
+                question="q",
+                response_a="a",
+                response_b="b",
+            )
+            for i in range(n_samples)
+        ],
+        batch_size=BATCH,
+    )
+    slots, votes, labels = [], [], []
+    now = timezone.now()
+    for sample in samples:
+        raters = rng.sample(users, 3)
+        slots.extend(
+            Slot(sample=sample, index=i, annotator=u) for i, u in enumerate(raters, start=1)
+        )
+        for criterion in criteria:
+            choices = [rng.choice("AAB") if rng.random() > 0.07 else "tie" for _ in raters]
+            votes.extend(
+                Vote(
+                    sample=sample,
+                    criterion=criterion,
+                    annotator=u,
+                    choice=c,
+                    rationale="r",
+                    seconds=rng.uniform(5, 90),
+                )
+                for u, c in zip(raters, choices, strict=True)
+            )
+            if len(set(choices)) == 1 and choices[0] != "tie":
+                outcome, pref = Outcome.KEPT_UNANIMOUS, choices[0]
+            elif choices.count("tie") == 1 and len(set(choices)) == 2:
+                outcome = Outcome.KEPT_MAJORITY_TIE
+                pref = next(c for c in choices if c != "tie")
+            elif choices.count("tie") >= 2:
+                outcome, pref = Outcome.DROPPED_TIES, ""
+            else:
+                outcome, pref = Outcome.DROPPED_SPLIT, ""
+            labels.append(
+                CriterionLabel(
+                    sample=sample,
+                    criterion=criterion,
+                    outcome=outcome,
+                    preference=pref,
+                    computed_at=now,
+                )
+            )
+        if len(votes) >= 4 * BATCH:
+            Slot.objects.bulk_create(slots, batch_size=BATCH)
+            Vote.objects.bulk_create(votes, batch_size=BATCH)
+            CriterionLabel.objects.bulk_create(labels, batch_size=BATCH)
+            slots, votes, labels = [], [], []
+    Slot.objects.bulk_create(slots, batch_size=BATCH)
+    Vote.objects.bulk_create(votes, batch_size=BATCH)
+    CriterionLabel.objects.bulk_create(labels, batch_size=BATCH)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return project
+
+
+def timed(label: str, fn) -> None:
+    with CaptureQueriesContext(connection) as ctx:
+        start = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - start
+    print(f"{label:<34} {seconds:8.3f} s  {len(ctx.captured_queries):3d} queries")
+    slowest = sorted(ctx.captured_queries, key=lambda q: -float(q["time"]))[:3]
+    for query in slowest:
+        print(f"    {float(query['time']):7.3f} s  {query['sql'][:90]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=20_000)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(0)
+    start = time.perf_counter()
+    project = build(args.samples, rng)
+    n_votes = Vote.objects.filter(sample__project=project).count()
+    print(
+        f"built {args.samples:,} samples, {n_votes:,} votes in {time.perf_counter() - start:.1f} s"
+        f" ({connection.vendor})"
+    )
+    middle = review_queue(project=project).values_list("id", flat=True)[args.samples // 4]
+    filters = QueueFilters(disagreements=True, unreviewed=True)
+    try:
+        timed("dashboard figures", lambda: dashboard_figures(project=project))
+        timed(
+            "review queue page 1 (no filter)",
+            lambda: review_page(project=project, filters=QueueFilters()),
+        )
+        timed(
+            "review queue page 1 (filtered)", lambda: review_page(project=project, filters=filters)
+        )
+        timed("review counts", lambda: review_counts(project=project, filters=filters))
+        timed(
+            "next / previous of one item",
+            lambda: review_neighbours(
+                queue=review_queue(project=project, filters=filters), sample_id=middle
+            ),
+        )
+    finally:
+        if not args.keep:
+            Project.objects.filter(pk=project.pk).delete()
+
+
+if __name__ == "__main__":
+    main()
