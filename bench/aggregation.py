@@ -1,0 +1,308 @@
+"""Time the aggregation job and the agreement statistics on a large project in PostgreSQL.
+
+    .venv/bin/python bench/aggregation.py [--samples 100000] [--criteria 5] [--votes 3]
+                                          [--annotators 9] [--n-boot 1000] [--keep]
+
+Builds ``samples`` x ``criteria`` x ``votes`` formal votes (half the samples in each split) with
+COPY into a dedicated database ``bench_aggregation_<pid>``, created from the server named by
+``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/postgres``) and dropped at the end
+unless ``--keep``. Prints seconds for: PostgreSQL streaming the same vote rows out with
+``COPY (SELECT ...) TO STDOUT`` (the floor any reader of the votes pays), the aggregation job
+(first run: every label created; second run: nothing changed; third run after 1% of the votes
+changed), reading the votes through the ORM, and the agreement statistics alone (point
+estimates, then with the sample bootstrap), each also as a ratio to the COPY time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _server_url() -> str:
+    return os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def _copy_rows(cursor, table: str, columns: list[str], rows) -> None:
+    with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def build(args: argparse.Namespace) -> dict:
+    """The project, its users, samples and votes; returns the ids the timings need."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from annotation.models import Criterion, Sample, Vote
+    from annotation.services.projects import member_add, project_create
+
+    rng = np.random.default_rng(0)
+    project = project_create(name="Bench", slug="bench")
+    users = [User.objects.create(username=f"bench{i:02d}") for i in range(args.annotators)]
+    for user in users:
+        member_add(project=project, user=user)
+    splits = ["open_ended", "reasoning"]
+    criteria = {
+        s: list(
+            Criterion.objects.filter(project=project, split=s)
+            .order_by("order")
+            .values_list("id", flat=True)[: args.criteria]
+        )
+        for s in splits
+    }
+    now = datetime.now(UTC)
+    n = args.samples
+    sample_fields = [f for f in Sample._meta.concrete_fields if not f.primary_key]
+    values = {
+        "project": project.pk,
+        "question": "Describe the image in detail.",
+        "image": "",
+        "image_web": "",
+        "image_width": None,
+        "image_height": None,
+        "image_sha256": "",
+        "response_a": "A first response of moderate length about the picture.",
+        "response_b": "A second response, also of moderate length, about the picture.",
+        "model_a": "model-a",
+        "model_b": "model-b",
+        "source": "bench",
+        "pair_type": "cross_model",
+        "reference_answer": "",
+        "is_seed": False,
+        "metadata": "{}",
+        "status": "active",
+        "content_hash": "",
+        "created_at": now,
+        "updated_at": now,
+    }
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        columns = [f.column for f in sample_fields]
+
+        def sample_rows():
+            for i in range(n):
+                row = dict(values, external_id=f"b{i:07d}", split=splits[i % 2])
+                yield [row[f.name] for f in sample_fields]
+
+        _copy_rows(raw, Sample._meta.db_table, columns, sample_rows())
+        ids = np.array(
+            Sample.objects.filter(project=project).order_by("id").values_list("id", flat=True)
+        )
+        user_ids = np.array([u.pk for u in users])
+        k = args.votes
+        # Each sample goes to k distinct annotators, who rate all its criteria.
+        trio = np.argsort(rng.random((n, args.annotators)), axis=1)[:, :k]
+        n_crit = args.criteria
+        truth = rng.integers(0, 2, size=(n, n_crit))
+        noise = rng.random((n, n_crit, k))
+        choice = np.where(
+            noise < 0.8, truth[..., None], np.where(noise < 0.87, 2, 1 - truth[..., None])
+        )
+        labels = np.array(["A", "B", "tie"])[choice]
+        crit = np.array([criteria[splits[i % 2]] for i in range(2)])  # (2, n_crit)
+        vote_cols = [
+            "sample_id",
+            "criterion_id",
+            "annotator_id",
+            "round",
+            "choice",
+            "rationale",
+            "seconds",
+            "shown_swapped",
+            "created_at",
+            "updated_at",
+        ]
+
+        def vote_rows():
+            rationale = "Reads the criterion and compares both responses on it."
+            for i in range(n):
+                sid = int(ids[i])
+                crit_ids = crit[i % 2]
+                annot = user_ids[trio[i]]
+                for j in range(n_crit):
+                    cid = int(crit_ids[j])
+                    for a in range(k):
+                        yield (
+                            sid,
+                            cid,
+                            int(annot[a]),
+                            0,
+                            labels[i, j, a],
+                            rationale,
+                            20.0,
+                            False,
+                            now,
+                            now,
+                        )
+
+        _copy_rows(raw, Vote._meta.db_table, vote_cols, vote_rows())
+        cursor.execute(f"ANALYZE {Vote._meta.db_table}")
+        cursor.execute(f"ANALYZE {Sample._meta.db_table}")
+    n_votes = Vote.objects.count()
+    print(
+        f"built {n:,} samples x {args.criteria} criteria x {args.votes} votes = {n_votes:,} votes "
+        f"in {time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
+    return {"project": project, "votes": n_votes}
+
+
+def time_copy_out(project) -> float:
+    from django.db import connection
+
+    from annotation.models import Sample, Vote
+
+    sql = (
+        f"COPY (SELECT v.id, v.sample_id, v.criterion_id, v.annotator_id, v.choice "
+        f"FROM {Vote._meta.db_table} v JOIN {Sample._meta.db_table} s ON s.id = v.sample_id "
+        f"WHERE s.project_id = {int(project.pk)} AND NOT s.is_seed AND s.status = 'active' "
+        f"AND v.round = 0) TO STDOUT"
+    )
+    best = float("inf")
+    for _ in range(2):  # the first pass also warms the cache, as the job's own read would
+        start = time.perf_counter()
+        sink = io.BytesIO()
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            for block in copy:
+                sink.write(block)
+        best = min(best, time.perf_counter() - start)
+    print(f"{'COPY (SELECT votes) TO STDOUT':<52} {best:8.2f} s  ({sink.tell() / 1e6:.0f} MB)")
+    return best
+
+
+def timed_job(project, label: str, floor: float) -> dict:
+    from aggregation.tasks_aggregate import aggregate_project
+    from annotation.models import Job
+    from annotation.services.jobs import job_create
+
+    job = job_create(kind=Job.Kind.AGGREGATE, project=project)
+    start = time.perf_counter()
+    aggregate_project.run(job.pk)  # the task body, in this process
+    seconds = time.perf_counter() - start
+    job.refresh_from_db()
+    if job.status != Job.Status.SUCCEEDED:
+        raise SystemExit(f"aggregation failed: {job.error}")
+    print(f"{label:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
+    return job.result
+
+
+def time_parts(project, floor: float, n_boot: int) -> None:
+    from aggregation.services import aggregate as svc
+    from annotation.models import Criterion
+
+    for split in ("open_ended", "reasoning"):
+        criteria = list(Criterion.objects.filter(project=project, split=split).order_by("order"))
+        criteria = [c for c in criteria if svc._formal_votes(project, split, [c]).exists()]
+        start = time.perf_counter()
+        votes = svc._load_votes(
+            svc._formal_votes(project, split, criteria), svc._no_progress, 0, 0, split
+        )
+        read = time.perf_counter() - start
+        start = time.perf_counter()
+        _, arrays = svc._label_rows(votes, criteria, project.annotators_per_sample)
+        rule = time.perf_counter() - start
+        timings = {}
+        for boot in (0, n_boot):
+            start = time.perf_counter()
+            svc._agreement(votes, arrays, criteria, project.annotators_per_sample, n_boot=boot)
+            timings[boot] = time.perf_counter() - start
+        n = len(votes["id"])
+        print(f"  {split}: {n:,} votes, {len(arrays['item_sample']):,} items")
+        for name, seconds in (
+            ("read votes (values_list, chunked)", read),
+            ("rule + vote ids per label", rule),
+            ("agreement, point estimates", timings[0]),
+            (f"agreement with bootstrap ({n_boot} replicates)", timings[n_boot]),
+        ):
+            print(f"    {name:<48} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
+
+
+def change_votes(project, share: float) -> int:
+    from django.db import connection
+
+    from annotation.models import Sample, Vote
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Vote._meta.db_table} v SET choice = CASE v.choice WHEN 'A' THEN 'B' "
+            f"ELSE 'A' END FROM {Sample._meta.db_table} s WHERE s.id = v.sample_id "
+            f"AND s.project_id = %s AND v.id %% %s = 0",
+            [project.pk, round(1 / share)],
+        )
+        return cursor.rowcount
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--criteria", type=int, default=5)
+    parser.add_argument("--votes", type=int, default=3)
+    parser.add_argument("--annotators", type=int, default=9)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    args = parser.parse_args()
+
+    server = _server_url()
+    name = f"bench_aggregation_{os.getpid()}"
+    _admin(server, f'CREATE DATABASE "{name}"')
+    os.environ["DATABASE_URL"] = _with_database(server, name)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.pop("CELERY_BROKER_URL", None)  # the task body runs here, not on a worker
+    try:
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connection
+
+        call_command("migrate", verbosity=0)
+        built = build(args)
+        project = built["project"]
+        floor = time_copy_out(project)
+        result = timed_job(project, "aggregation job, first run (creates every label)", floor)
+        total = sum(s["labels"] for s in result["splits"].values())
+        print(f"  {total:,} labels; {result['summary']}")
+        timed_job(project, "aggregation job, second run (nothing changed)", floor)
+        changed = change_votes(project, 0.01)
+        again = timed_job(project, f"aggregation job after {changed:,} votes changed", floor)
+        updated = sum(s["updated"] for s in again["splits"].values())
+        print(f"  {updated:,} labels updated")
+        time_parts(project, floor, args.n_boot)
+        connection.close()
+    finally:
+        if not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        else:
+            print(f"kept database {name}")
+
+
+if __name__ == "__main__":
+    main()
