@@ -247,3 +247,41 @@ def test_query_count_does_not_grow_with_samples(project, annotators):
     add(12, 2)
     assert _queries(project) == small
     assert small <= 16
+
+
+def test_dashboard_shows_the_job_panel_and_the_build_button(client, project, data, lead):
+    client.force_login(lead)
+    html = client.get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert f'action="{reverse("aggregation-start", args=[project.slug])}"' in html
+    assert f'action="{reverse("version-build", args=[project.slug])}"' in html
+    assert "No aggregation has run yet." in html
+
+
+def test_figures_from_the_real_aggregation(client, project, annotators, lead):
+    """Votes -> project_aggregate -> the dashboard reads its labels and snapshot as they are."""
+    from aggregation.services.aggregate import project_aggregate
+
+    crits = list(Criterion.objects.filter(project=project, split="open_ended").order_by("order"))
+    raters = annotators[:3]
+    for i in range(8):
+        s = make_sample(project, f"agg{i}")
+        for c in crits[:2]:
+            # Criterion 0: unanimous A; criterion 1: unanimous B on even samples, A/B split else.
+            choices = "AAA" if c == crits[0] else ("BBB" if i % 2 == 0 else "ABB")
+            for user, choice in zip(raters, choices, strict=True):
+                vote(s, c, user, choice)
+    project_aggregate(project=project, n_boot=50)
+    figures = dashboard_figures(project=project)
+    (res,) = figures.results
+    assert (res["kept"], res["dropped"]) == (12, 4)
+    assert res["samples_conflict"] == 4 and res["conflict_share"] == pytest.approx(0.5)
+    row = next(r for r in figures.agreement if r["split"] == "open_ended")
+    assert row["items"] == 16
+    assert [c["key"] for c in row["per_criterion"]] == [c.key for c in crits]
+    assert row["per_criterion"][2]["stats"]["cohen"]["text"] == "n/a"  # no votes on it
+    # Criterion 0 has a single category everywhere: its kappa is undefined, shown as n/a.
+    assert row["per_criterion"][0]["stats"]["fleiss"]["undefined"] is True
+    assert row["per_criterion"][0]["stats"]["fleiss"]["title"]
+    assert len(row["matrix"]) == 3
+    client.force_login(lead)
+    assert client.get(reverse("dashboard", args=[project.slug])).status_code == 200
