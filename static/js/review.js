@@ -143,6 +143,7 @@
   });
 
   document.body.addEventListener("htmx:afterSettle", function () {
+    hideClosedForms();
     if (!pending) return;
     pending = false;
     const body = document.getElementById("review-body");
@@ -161,10 +162,20 @@
     }
   });
 
+  // Without JavaScript every discard form stays visible (the page works as plain forms);
+  // with it, a form opens on "d" or "Discard…", unless the server reopened it with an error.
+  function hideClosedForms() {
+    document.querySelectorAll("[data-discard-form]:not([data-open])").forEach(function (f) {
+      f.hidden = true;
+    });
+  }
+
   function start() {
+    hideClosedForms();
     const all = blocks();
     select(all.find(function (b) { return !b.querySelector(".badge.ok, .badge.bad"); }) || all[0] || null, false);
     renderMath(document);
   }
-  if (document.readyState === "complete") start(); else window.addEventListener("load", start);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();
