@@ -1,0 +1,42 @@
+"""The import job of the upload page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from django.core.files.storage import default_storage
+
+from .importing import ImportRejected, samples_import
+from .models import Job
+from .services.jobs import job_execute
+
+
+@shared_task(name="annotation.tasks.import_samples")
+def import_samples_task(job_id: int) -> None:
+    """Validate and import the job's uploaded file; a rejected file stores its error list.
+
+    Safe to run twice: ``job_execute`` starts only a queued job, and the import itself is
+    idempotent by external id.
+    """
+
+    def work(job: Job, progress: Any) -> dict[str, Any]:
+        params = job.params
+        try:
+            report = samples_import(
+                project=job.project,
+                path=default_storage.path(params["path"]),
+                update=bool(params.get("update")),
+                filters=params.get("filters") or [],
+                progress=progress,
+            )
+        except ImportRejected as exc:
+            # The error list goes to the result so the page can show it as a table;
+            # the raise marks the job failed.
+            Job.objects.filter(pk=job.pk).update(
+                result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
+            )
+            raise ImportRejected(exc.problems[:20], more=exc.count - min(20, exc.count)) from None
+        return report.as_dict()
+
+    job_execute(job_id, work)

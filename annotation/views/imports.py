@@ -1,0 +1,97 @@
+"""The lead's import page: upload a file, follow its job, read every error of a refused file."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from .. import selectors
+from ..curation import FILTERS
+from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue
+from ..models import Job, Project
+from ..permissions import lead_required
+
+RECENT = 10
+FILTER_LABELS = {
+    "length": "Length: drop pairs whose length ratio A/B is outside 0.7–1.4",
+    "correctness": "Correctness (reasoning): keep pairs that are both right or both wrong",
+    "ensemble": "Ensemble: drop pairs on which all three judges agree",
+}
+
+
+class ImportUploadForm(forms.Form):
+    file = forms.FileField(
+        label="Samples file",
+        help_text="JSONL (our format or Multi-Crit rows), Parquet (Multi-Crit rows), or a zip "
+        "holding one of them with its images.",
+        widget=forms.ClearableFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
+    )
+    update = forms.BooleanField(
+        required=False,
+        label="Replace changed samples",
+        help_text="Without this, a sample whose id exists with different content is an error.",
+    )
+    filters = forms.MultipleChoiceField(
+        required=False,
+        label="Curation filters",
+        choices=[(name, FILTER_LABELS[name]) for name in FILTERS],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Applied in this order to formal samples; seed samples are never filtered.",
+    )
+
+    def clean_file(self):
+        file = self.cleaned_data["file"]
+        if not file.name.lower().endswith(UPLOAD_SUFFIXES):
+            raise forms.ValidationError("Upload a .jsonl, .parquet or .zip file.")
+        return file
+
+
+def _context(project: Project, form: ImportUploadForm, job: Job | None) -> dict:
+    recent = Job.objects.filter(project=project, kind=Job.Kind.IMPORT).select_related("created_by")[
+        :RECENT
+    ]
+    return {"project": project, "form": form, "job": job, "recent": recent}
+
+
+@lead_required
+def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.project_get(slug=slug)
+    job = None
+    if request.method == "POST":
+        form = ImportUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            job = import_upload_enqueue(
+                project=project,
+                file=form.cleaned_data["file"],
+                by=request.user,
+                update=form.cleaned_data["update"],
+                filters=form.cleaned_data["filters"],
+            )
+            if request.htmx:
+                return render(
+                    request,
+                    "annotation/import.html#upload-panel",
+                    _context(project, ImportUploadForm(), job),
+                )
+            return redirect(f"{reverse('import-upload', args=[slug])}?job={job.pk}")
+        if request.htmx:
+            return render(
+                request, "annotation/import.html#upload-panel", _context(project, form, None)
+            )
+    else:
+        form = ImportUploadForm()
+        job_id = request.GET.get("job", "")
+        if job_id.isdigit():
+            job = Job.objects.filter(pk=int(job_id), kind=Job.Kind.IMPORT, project=project).first()
+    return render(request, "annotation/import.html", _context(project, form, job))
+
+
+@lead_required
+def import_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    """The import job's card with its outcome: the summary, or every error of the file."""
+    project = selectors.project_get(slug=slug)
+    job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.IMPORT, project=project)
+    template = "annotation/import.html#import-job" if request.htmx else "annotation/import_job.html"
+    return render(request, template, {"project": project, "job": job})
