@@ -27,7 +27,14 @@ from annotation.services.jobs import job_create, job_enqueue
 
 from .datasets import rows_from_version
 from .errors import InputFileError
-from .metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput, majority_vote, score_split
+from .metrics import (
+    INVALID,
+    MISSING,
+    ScoreInput,
+    encode_predictions,
+    majority_vote_codes,
+    score_many,
+)
 from .models import JudgeRun, Prediction, Scorecard
 from .predictions import DatasetIndex, read_predictions
 
@@ -273,18 +280,22 @@ def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> 
             copy.write_row((run.pk, qid, label, raw))
 
 
-def _run_arrays(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
-    """Each run's labels aligned to the rows (None = missing), from the stored predictions."""
-    index = rows.index()
-    arrays = {run.pk: np.full(len(rows), None, dtype=object) for run in runs}
-    stored = Prediction.objects.filter(run__in=runs).values_list(
-        "run_id", "question_id", "prediction"
-    )
-    for run_id, qid, label in stored.iterator(chunk_size=20000):
-        pos = index.get(qid)
-        if pos is not None:
-            arrays[run_id][pos] = label if label in (MODEL_A, MODEL_B) else INVALID_LABEL
-    return [arrays[run.pk] for run in runs]
+def _run_codes(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
+    """Each run's stored predictions as metric codes aligned to the rows (missing where none)."""
+    order = np.argsort(rows.question_id, kind="stable")
+    sorted_qids = rows.question_id[order]
+    out = []
+    for run in runs:
+        codes = np.full(len(rows), MISSING, dtype=np.int8)
+        pairs = list(Prediction.objects.filter(run=run).values_list("question_id", "prediction"))
+        if pairs and len(sorted_qids):
+            qids, labels = (np.array(column, dtype=str) for column in zip(*pairs, strict=True))
+            at = np.minimum(np.searchsorted(sorted_qids, qids), len(sorted_qids) - 1)
+            known = sorted_qids[at] == qids
+            # A stored "invalid" (or anything but model_a/model_b) stays invalid, never missing.
+            codes[order[at[known]]] = np.maximum(encode_predictions(labels[known]), INVALID)
+        out.append(codes)
+    return out
 
 
 def _headline(figures: dict[str, Any]) -> dict[str, float | None]:
@@ -302,27 +313,26 @@ def scorecard_compute(
     """
     rows = rows if rows is not None else rows_from_version(version)
     runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
-    arrays = _run_arrays(runs, rows)
+    codes = _run_codes(runs, rows)
     now = timezone.now()
     cards = []
     kept_splits = []
     for split in rows.splits:
         mask = rows.split == split
         covered = [
-            (run, array)
-            for run, array in zip(runs, arrays, strict=True)
-            if np.not_equal(array[mask], None).any()
+            (run, code)
+            for run, code in zip(runs, codes, strict=True)
+            if (code[mask] != MISSING).any()
         ]
         if not covered:
             continue
         kept_splits.append(split)
-        # Per-run figures are shown without CIs; only the voted scorecard is bootstrapped.
-        per_run = [score_split(rows, array, split=split, n_boot=0) for _, array in covered]
-        if len(covered) == 1:
-            figures = score_split(rows, covered[0][1], split=split)
-        else:
-            voted = majority_vote([array for _, array in covered])
-            figures = score_split(rows, voted, split=split)
+        # Every run and the vote share one set of bootstrap replicates (one pass for all).
+        arrays = [code for _, code in covered]
+        if len(arrays) > 1:
+            arrays.append(majority_vote_codes(np.stack(arrays)))
+        results = score_many(rows, arrays, split=split)
+        figures, per_run = results[-1], results[: len(covered)]
         hashes = sorted({run.template_hash for run, _ in covered if run.template_hash})
         figures["vote"] = {"n_runs": len(covered), "rule": VOTE_RULE}
         figures["runs"] = [
