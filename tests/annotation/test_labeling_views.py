@@ -15,7 +15,6 @@ from annotation.models import (
     ProblemReport,
     ProjectMember,
     Sample,
-    Slot,
     Vote,
     VoteRevision,
 )
@@ -48,13 +47,7 @@ def make_formal(project, n: int, prefix: str = "s") -> list[Sample]:
     )
     if not samples[0].pk:  # backends without RETURNING
         samples = list(Sample.objects.filter(project=project, external_id__startswith=prefix))
-    Slot.objects.bulk_create(
-        [
-            Slot(sample=s, index=i)
-            for s in samples
-            for i in range(1, project.annotators_per_sample + 1)
-        ]
-    )
+    work.slots_ensure(project=project)
     return samples
 
 

@@ -96,13 +96,7 @@ def _formal(project, n: int, prefix: str) -> list[Sample]:
         make_sample(project, f"{prefix}-{i}", question=f"Formal question {prefix} {i}?")
         for i in range(n)
     ]
-    Slot.objects.bulk_create(
-        [
-            Slot(sample=s, index=i)
-            for s in samples
-            for i in range(1, project.annotators_per_sample + 1)
-        ]
-    )
+    work.slots_ensure(project=project)
     return samples
 
 
