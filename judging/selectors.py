@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,13 +68,8 @@ class Column:
     criterion: str = ""
 
 
-def criterion_columns(*, version: DatasetVersion, split: str) -> list[Column]:
-    """One column per criterion of the split's rows, in the paper's order."""
-    keys = list(
-        DatasetRow.objects.filter(version=version, split=split)
-        .values_list("criterion", flat=True)
-        .distinct()
-    )
+def criterion_columns(*, version: DatasetVersion, split: str, keys: Iterable[str]) -> list[Column]:
+    """One column per criterion key, in the paper's order, named as the project names it."""
     names = dict(
         Criterion.objects.filter(project_id=version.project_id, split=split).values_list(
             "key", "name"
@@ -86,7 +82,7 @@ def criterion_columns(*, version: DatasetVersion, split: str) -> list[Column]:
             title=names.get(key, key),
             criterion=key,
         )
-        for key in criteria_in_order(split, keys)
+        for key in criteria_in_order(split, list(set(keys)))
     ]
 
 
@@ -187,10 +183,12 @@ def leaderboard_rows(
     """Every judge's scorecard on one split, as table rows sorted by ``sort``.
 
     Returns (rows, columns, (sort key, descending)). Undefined figures (n/a) sort last in both
-    directions; ties keep the judges' alphabetical order. Ranks follow PAcc, the paper's lead
-    metric, whatever the display order.
+    directions; ties keep the judges' alphabetical order.
     """
-    columns = headline_columns() + criterion_columns(version=version, split=split)
+    cards = list(Scorecard.objects.filter(version=version, split=split).order_by("judge"))
+    # Every card of a split scores the same rows, so the criteria come from the cards.
+    keys = {k for card in cards for k in (card.figures.get("per_criterion") or {})}
+    columns = headline_columns() + criterion_columns(version=version, split=split, keys=keys)
     crit_columns = [c for c in columns if c.criterion]
     runs = {
         r["judge"]: r
@@ -199,7 +197,7 @@ def leaderboard_rows(
         .annotate(n=Count("id"), last=Max("created_at"))
     }
     rows = []
-    for card in Scorecard.objects.filter(version=version, split=split).order_by("judge"):
+    for card in cards:
         info = runs.get(card.judge, {})
         rows.append(
             LeaderboardRow(

@@ -170,7 +170,9 @@ def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpR
     split = _pick_split(request, splits)
     card = selectors.scorecard_get(version=version, judge=judge, split=split or "")
     figures = card.figures
-    columns = selectors.criterion_columns(version=version, split=split)
+    columns = selectors.criterion_columns(
+        version=version, split=split, keys=figures.get("per_criterion") or {}
+    )
     crit_cells = selectors.criterion_cells(figures, columns)
     headline = list(
         zip(selectors.headline_columns(), selectors.headline_cells(figures), strict=True)
