@@ -14,7 +14,7 @@ from annotation.models import Project, Vote
 
 from ..selectors_review import exportable_labels
 from .rows import Pseudonyms, SampleFields, has_conflict, row_build
-from .writers import JsonlWriter, ParquetRowWriter, file_digest, zip_write
+from .writers import JsonlWriter, ParquetRowWriter, file_digest, jsonl_line, zip_write
 
 CHUNK_SIZE = 500
 
@@ -26,7 +26,8 @@ FILE_NAMES = {
     "parquet": "{stem}.parquet",
 }
 ProgressFn = Callable[..., None]
-RowsSink = Callable[[list[dict[str, Any]]], None]
+# Receives each chunk of rows and their JSONL lines (the same JSON, already encoded).
+RowsSink = Callable[[list[dict[str, Any]], list[bytes]], None]
 
 
 @dataclass
@@ -70,24 +71,31 @@ class BuildResult:
         }
 
 
-def _chunks(project: Project, include_seeds: bool) -> Iterator[list[Any]]:
-    labels = exportable_labels(project=project, include_seeds=include_seeds).only(
-        "id",
-        "preference",
-        "vote_ids",
-        "criterion__key",
-        "sample__external_id",
-        "sample__split",
-        "sample__question",
-        "sample__response_a",
-        "sample__response_b",
-        "sample__model_a",
-        "sample__model_b",
-        "sample__image",
+# (key, lookup) of what a row needs from a label, its criterion and its sample.
+_LABEL_FIELDS = (
+    ("preference", "preference"),
+    ("vote_ids", "vote_ids"),
+    ("criterion", "criterion__key"),
+    ("prompt_id", "sample__external_id"),
+    ("split", "sample__split"),
+    ("question", "sample__question"),
+    ("pred_a", "sample__response_a"),
+    ("pred_b", "sample__response_b"),
+    ("model_a", "sample__model_a"),
+    ("model_b", "sample__model_b"),
+    ("image_name", "sample__image"),
+)
+
+
+def _chunks(project: Project, include_seeds: bool) -> Iterator[list[dict[str, Any]]]:
+    # Plain values, not model instances: building 100,000s of instances would dominate.
+    labels = exportable_labels(project=project, include_seeds=include_seeds).values_list(
+        *(lookup for _, lookup in _LABEL_FIELDS)
     )
-    chunk: list[Any] = []
-    for label in labels.iterator(chunk_size=2000):
-        chunk.append(label)
+    keys = [key for key, _ in _LABEL_FIELDS]
+    chunk: list[dict[str, Any]] = []
+    for values in labels.iterator(chunk_size=2000):
+        chunk.append(dict(zip(keys, values, strict=True)))
         if len(chunk) >= CHUNK_SIZE:
             yield chunk
             chunk = []
@@ -95,8 +103,8 @@ def _chunks(project: Project, include_seeds: bool) -> Iterator[list[Any]]:
         yield chunk
 
 
-def _votes_by_id(chunk: list[Any]) -> dict[int, dict[str, Any]]:
-    ids = [int(i) for label in chunk for i in (label.vote_ids or [])]
+def _votes_by_id(chunk: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    ids = [int(i) for label in chunk for i in (label["vote_ids"] or [])]
     if not ids:
         return {}
     values = Vote.objects.filter(id__in=ids).values("id", "annotator_id", "choice", "rationale")
@@ -124,7 +132,7 @@ def export_build(
 ) -> BuildResult:
     """Write the JSONL, zip and Parquet files of the exportable labels into ``out_dir``.
 
-    ``on_rows`` receives each chunk of rows (to freeze them as DatasetRow records);
+    ``on_rows(rows, lines)`` receives each chunk (to freeze it as DatasetRow records);
     ``progress(done, total, message)`` is called once per chunk.
     """
     total = export_count(project=project, include_seeds=include_seeds)
@@ -153,25 +161,24 @@ def export_build(
                 rows: list[dict[str, Any]] = []
                 names: list[str] = []
                 for label in chunk:
-                    sample = label.sample
                     fields = SampleFields(
-                        prompt_id=sample.external_id,
-                        split=sample.split,
-                        question=sample.question,
-                        pred_a=sample.response_a,
-                        pred_b=sample.response_b,
-                        model_a=sample.model_a,
-                        model_b=sample.model_b,
-                        image_name=sample.image.name or "",
+                        prompt_id=label["prompt_id"],
+                        split=label["split"],
+                        question=label["question"],
+                        pred_a=label["pred_a"],
+                        pred_b=label["pred_b"],
+                        model_a=label["model_a"],
+                        model_b=label["model_b"],
+                        image_name=label["image_name"] or "",
                     )
                     row_votes = None
                     if include_votes:
-                        found = [votes[int(i)] for i in label.vote_ids or [] if int(i) in votes]
-                        row_votes = pseudonyms.votes(found)
+                        ids = [int(i) for i in label["vote_ids"] or []]
+                        row_votes = pseudonyms.votes([votes[i] for i in ids if i in votes])
                     row = row_build(
                         fields,
-                        criterion=label.criterion.key,
-                        preference=label.preference,
+                        criterion=label["criterion"],
+                        preference=label["preference"],
                         votes=row_votes,
                     )
                     key = (row["split"], row["prompt_id"])
@@ -187,10 +194,11 @@ def export_build(
                     stats.per_criterion[row["criterion"]] += 1
                     rows.append(row)
                     names.append(fields.image_name)
-                jsonl.write(rows)
+                lines = [jsonl_line(row) for row in rows]
+                jsonl.write_lines(lines)
                 parquet.write(rows, names)
                 if on_rows is not None:
-                    on_rows(rows)
+                    on_rows(rows, lines)
                 done += len(rows)
                 if progress is not None:
                     progress(done, total, f"{done} of {total} rows")

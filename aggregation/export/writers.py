@@ -52,6 +52,10 @@ class JsonlWriter:
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
         self._fh.writelines(jsonl_line(row) for row in rows)
 
+    def write_lines(self, lines: Iterable[bytes]) -> None:
+        """Write lines made by :func:`jsonl_line`."""
+        self._fh.writelines(lines)
+
     def close(self) -> None:
         self._fh.close()
 

