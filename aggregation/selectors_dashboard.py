@@ -275,6 +275,8 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         )
     }
     totals["votes_share"] = _share(totals["votes_done"], totals["votes_needed"])
+    totals["complete_share"] = _share(totals["complete"], totals["samples"])
+    totals["in_progress_share"] = _share(totals["in_progress"], totals["samples"])
     totals["tie_rate"] = _share(totals["ties"], totals["votes_done"])
 
     # Per annotator: every active member, plus anyone who voted or holds a slot.

@@ -111,6 +111,7 @@ def review_counts(*, project: Project, filters: QueueFilters | None = None) -> d
         reviewed=Count("id", filter=Q(Exists(SampleReview.objects.filter(sample=OuterRef("pk"))))),
     )
     figures["left"] = figures["total"] - figures["reviewed"]
+    figures["share"] = figures["reviewed"] / figures["total"] if figures["total"] else None
     return figures
 
 

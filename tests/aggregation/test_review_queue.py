@@ -108,12 +108,14 @@ def test_neighbours_and_counts(project, queue_data):
     unreviewed = review_queue(project=project, filters=QueueFilters(unreviewed=True))
     nav = review_neighbours(queue=unreviewed, sample_id=u.pk)
     assert (nav["prev_id"], nav["next_id"], nav["position"]) == (None, m.pk, None)
-    assert review_counts(project=project) == {"total": 3, "reviewed": 1, "left": 2}
-    assert review_counts(project=project, filters=QueueFilters(unreviewed=True)) == {
+    assert review_counts(project=project) == {
         "total": 3,
         "reviewed": 1,
         "left": 2,
+        "share": pytest.approx(1 / 3),
     }
+    unreviewed_counts = review_counts(project=project, filters=QueueFilters(unreviewed=True))
+    assert (unreviewed_counts["total"], unreviewed_counts["left"]) == (3, 2)
     assert review_counts(project=project, filters=QueueFilters(split="reasoning"))["left"] == 1
 
 
