@@ -142,8 +142,8 @@ def _criterion_chart(columns: list[Column], cells: list[Cell], judge: str) -> st
         title=f"Per-criterion accuracy of {judge}",
         reference=50.0,
         reference_label="chance",
-        width=760,
-        label_width=250,
+        width=700,
+        label_width=240,
     )
 
 
