@@ -107,6 +107,11 @@ def review_decide(request: HttpRequest, slug: str, sample_id: int) -> HttpRespon
     context = _item_context(project, sample.pk, filters)
     context["error"] = error
     context["error_sample"] = bool(error and error["criterion"] is None)
+    # A refused discard comes back with what the lead chose and typed.
+    context["posted"] = {
+        "reason": request.POST.get("reason", ""),
+        "note": request.POST.get("note", ""),
+    }
     template = ITEM_TEMPLATE + "#review-body" if request.htmx else ITEM_TEMPLATE
     response = render(request, template, context, status=200 if request.htmx else 400)
     if error is None:

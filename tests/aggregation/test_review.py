@@ -219,7 +219,9 @@ def test_invalid_post_shows_the_error_and_writes_nothing(client, project, lead, 
         {"criterion": crits[0].pk, "action": "discard", "reason": "other"},
         HTTP_HX_REQUEST="true",
     )
-    assert "Say why in the note" in response.content.decode()
+    html = response.content.decode()
+    assert "Say why in the note" in html
+    assert 'value="other" checked' in html  # the lead's choice is kept
     assert not ReviewDecision.objects.exists()
 
 
