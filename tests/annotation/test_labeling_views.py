@@ -231,6 +231,21 @@ def test_short_rationale_is_refused_and_the_text_kept(client, project, member, s
     assert not Vote.objects.exists()
 
 
+def test_missing_choice_is_explained_next_to_the_choices(client, project, member, seed):
+    client.force_login(member)
+    ids = current_ids(client.get(label_url(project)))
+    response = client.post(
+        label_url(project),
+        {"sample_id": ids[0], "criterion_id": ids[1], "rationale": GOOD},
+        **HTMX,
+    )
+    assert response.status_code == 422
+    body = response.content.decode()
+    assert 'id="choice-error"' in body and "Choose A, B or tie" in body
+    assert f">{GOOD}</textarea>" in body
+    assert not Vote.objects.exists()
+
+
 def test_seconds_are_clamped(client, project, member, seed):
     client.force_login(member)
     ids = current_ids(client.get(label_url(project)))
@@ -446,4 +461,4 @@ def test_page_lists_the_shortcuts(client, project, member, seed):
         "<kbd>Alt</kbd>",
     ):
         assert hint in body
-    assert re.search(r'<textarea id="rationale"[^>]*minlength="15"', body)
+    assert "at least 15 characters" in body

@@ -44,10 +44,11 @@ def new_page(browser, live_server):
     """Open pages in fresh browser contexts (one per user); closed after the test."""
     contexts = []
 
-    def open_page(viewport: tuple[int, int] = (1440, 900)):
+    def open_page(viewport: tuple[int, int] = (1440, 900), javascript: bool = True):
         context = browser.new_context(
             base_url=live_server.url,
             viewport={"width": viewport[0], "height": viewport[1]},
+            java_script_enabled=javascript,
         )
         context.set_default_timeout(10_000)
         contexts.append(context)

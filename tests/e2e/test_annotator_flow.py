@@ -255,3 +255,56 @@ def test_tie_beyond_the_cap_is_refused_and_the_rationale_kept(study, new_page, l
         _vote_by_keyboard(page, "1", "A is more specific about the picture.")
     page.wait_for_selector("text=All done, thank you!")
     screenshot(page, "label-end")
+
+
+def test_short_rationale_is_explained_in_place(study, new_page, live_server):
+    project, _lead, annotator = study
+    page = new_page()
+    login(page, "alice")
+    page.goto(f"/projects/{project.slug}/label/")
+    before = _item_key(page)
+    page.locator("#work").focus()
+    page.keyboard.press("2")
+    page.keyboard.type("too short")
+    page.keyboard.press("Enter")
+    page.locator("#rationale-error").wait_for()
+    assert "at least 15 characters" in page.locator("#rationale-error").inner_text()
+    assert page.locator("#rationale").input_value() == "too short"
+    assert page.locator('.choices input[value="B"]').is_checked()
+    assert _item_key(page) == before
+    # The caret is back in the rationale: typing on and pressing Enter goes through.
+    page.keyboard.type(", B names every object correctly.")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(before) => { const w = document.getElementById('work');"
+        " return w && (w.dataset.sample + '-' + w.dataset.criterion) !== before; }",
+        arg=before,
+    )
+    vote = Vote.objects.get(annotator=annotator)
+    assert vote.rationale == "too short, B names every object correctly."
+
+
+def test_labeling_works_without_javascript(study, new_page, live_server):
+    project, _lead, annotator = study
+    page = new_page(javascript=False)
+    login(page, "alice")
+    page.goto(f"/projects/{project.slug}/label/")
+    first = _item_key(page)
+    page.click("label.choice-a")
+    page.fill("#rationale", "A is specific about the lamps and the sign.")
+    page.click("button.submit")
+    page.wait_for_load_state()
+    assert _item_key(page) != first
+    assert page.url.endswith(f"/projects/{project.slug}/label/")
+    vote = Vote.objects.get(annotator=annotator)
+    assert vote.rationale == "A is specific about the lamps and the sign."
+    # An error comes back as a full page with the typed text kept.
+    page.click("label.choice-tie")
+    page.fill("#rationale", "short")
+    page.click("button.submit")
+    page.locator("#rationale-error").wait_for()
+    assert page.locator("#rationale").input_value() == "short"
+    # Back is a plain link to the previous vote.
+    page.click("a.back")
+    page.wait_for_selector("text=revising your vote")
+    assert _item_key(page) == first
