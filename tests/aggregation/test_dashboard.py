@@ -285,3 +285,25 @@ def test_figures_from_the_real_aggregation(client, project, annotators, lead):
     assert len(row["matrix"]) == 3
     client.force_login(lead)
     assert client.get(reverse("dashboard", args=[project.slug])).status_code == 200
+
+
+def test_page_query_count_does_not_grow_with_samples(client, project, data, lead):
+    client.force_login(lead)
+    url = reverse("dashboard", args=[project.slug])
+    client.get(url)  # warm the session and the group cache of the user
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    before = count()
+    a1, a2, a3 = data["users"]
+    crits = data["crits"]
+    for i in range(10):
+        s = make_sample(project, f"extra{i}")
+        for j, user in enumerate((a1, a2, a3), start=1):
+            Slot.objects.create(sample=s, index=j, annotator=user)
+            vote(s, crits[0], user, "B")
+        label(s, crits[0], Outcome.KEPT_UNANIMOUS, "B")
+    assert count() == before
