@@ -17,7 +17,19 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Count, Exists, F, Func, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -159,29 +171,27 @@ def slots_claim(*, project: Project, user: Any, count: int | None = None) -> int
         candidates = claim_candidates(project=project, user=user, now=now, limit=want - won)
         if not candidates:
             break
+        ids = [slot.pk for slot in candidates]
         fields = {
             "annotator": user,
             "claimed_at": now,
             "lease_expires_at": lease_until(project, now),
             "completed_at": None,
-            "swap_ab": False,
+            "swap_ab": _swap_choice(project, ids),
         }
-        won += _claim_ids([slot.pk for slot in candidates], fields, now)
+        won += _claim_ids(ids, fields, now)
     return won
 
 
-def slots_shuffle(*, project: Project, slots: list[Slot]) -> None:
-    """Pick the A/B display order of freshly claimed slots when the project shuffles."""
-    if not project.shuffle_ab or not slots:
-        return
+def _swap_choice(project: Project, ids: list[int]) -> Any:
+    """The A/B display order of each slot being claimed, drawn now and stored with the claim."""
+    if not project.shuffle_ab:
+        return False
     rng = random.SystemRandom()
-    swapped = [slot for slot in slots if rng.random() < 0.5]
-    if swapped:
-        Slot.objects.filter(pk__in=[s.pk for s in swapped], completed_at__isnull=True).update(
-            swap_ab=True
-        )
-    for slot in swapped:
-        slot.swap_ab = True
+    swapped = [slot_id for slot_id in ids if rng.random() < 0.5]
+    if not swapped:
+        return False
+    return Case(When(pk__in=swapped, then=Value(True)), default=Value(False))
 
 
 def leases_renew(*, project: Project, user: Any, slots: list[Slot], now: datetime) -> None:

@@ -8,8 +8,8 @@ formal votes of which ``t`` are ties before this one:
 - revising a non-tie vote to a tie is accepted when ``(t + 1) * q < p * n``;
 - ``tie_allowance`` is the largest ``m`` with ``(t + m) * q < p * (n + m)``.
 
-See :mod:`annotation.tiecap`. The annotator's membership row is locked while a vote is cast,
-so two tabs cannot both spend the last tie.
+See :mod:`annotation.tiecap`. The annotator's membership row is locked while a tie is cast, so
+two tabs cannot both spend the last tie.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Case, Count, DateTimeField, Q, Value, When
+from django.db import IntegrityError, transaction
+from django.db.models import Case, Count, DateTimeField, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
@@ -105,64 +105,82 @@ def vote_submit(
     criterion = criteria.by_id.get(criterion_id)
     if criterion is None:
         raise VoteRejected("criterion", "This criterion is not part of the project.")
+    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds)
+    try:
+        return _vote_write(*args)
+    except IntegrityError:
+        # The same vote was created concurrently (two tabs): once more, as a revision.
+        return _vote_write(*args)
 
-    with transaction.atomic():
-        # The lock serialises one annotator's votes (tie cap) on PostgreSQL; SQLite's
-        # IMMEDIATE transactions already serialise all writers.
-        member = (
-            ProjectMember.objects.select_for_update()
-            .filter(project=project, user_id=annotator.pk, is_active=True)
-            .first()
+
+def _vote_context(project: Project, annotator: Any, sample_id: int, criterion_id: int):
+    """Membership, the user's slot on the sample, the seed check and existing votes: one query."""
+    slot = Slot.objects.filter(
+        sample_id=sample_id,
+        annotator_id=annotator.pk,
+        sample__project_id=project.pk,
+        sample__is_seed=False,
+    )
+    seed = Sample.objects.filter(
+        pk=sample_id, project_id=project.pk, is_seed=True, status=SampleStatus.ACTIVE
+    )
+    votes = Vote.objects.filter(
+        sample_id=sample_id, criterion_id=criterion_id, annotator_id=annotator.pk
+    )
+    return (
+        ProjectMember.objects.filter(project=project, user_id=annotator.pk, is_active=True)
+        .annotate(
+            slot_id=Subquery(slot.values("pk")[:1]),
+            slot_swap=Subquery(slot.values("swap_ab")[:1]),
+            slot_split=Subquery(slot.values("sample__split")[:1]),
+            seed_split=Subquery(seed.values("split")[:1]),
+            formal_vote=Subquery(votes.filter(round=Vote.FORMAL_ROUND).values("pk")[:1]),
+            seed_vote=Subquery(votes.filter(round=OuterRef("calibration_round")).values("pk")[:1]),
         )
-        if member is None:
+        .first()
+    )
+
+
+def _vote_write(
+    project: Project,
+    annotator: Any,
+    sample_id: int,
+    criterion: Any,
+    shown_choice: str,
+    rationale: str,
+    seconds: float,
+) -> Vote:
+    with transaction.atomic():
+        row = _vote_context(project, annotator, sample_id, criterion.pk)
+        if row is None:
             raise VoteRejected("sample", "You are not an annotator in this project.")
-        slot = None
-        if member.is_calibrated:
-            slot = (
-                Slot.objects.select_for_update(of=("self",))
-                .select_related("sample")
-                .filter(
-                    sample_id=sample_id,
-                    annotator_id=annotator.pk,
-                    sample__project=project,
-                    sample__is_seed=False,
-                )
-                .first()
-            )
-            if slot is None:
-                raise VoteRejected(
-                    "sample",
-                    "This sample is no longer assigned to you (the lease ran out or the lead "
-                    "reassigned it). Your vote was not saved.",
-                )
-            sample = slot.sample
-            round_ = Vote.FORMAL_ROUND
-            swapped = slot.swap_ab
+        if row.is_calibrated:
+            if row.slot_id is None:
+                raise VoteRejected("sample", NOT_YOURS)
+            round_, swapped, split, existing_id = 0, row.slot_swap, row.slot_split, row.formal_vote
         else:
-            sample = Sample.objects.filter(
-                pk=sample_id, project=project, is_seed=True, status=SampleStatus.ACTIVE
-            ).first()
-            if sample is None:
+            if row.seed_split is None:
                 raise VoteRejected(
-                    "sample",
-                    "Formal work opens once the lead has reviewed your calibration.",
+                    "sample", "Formal work opens once the lead has reviewed your calibration."
                 )
-            round_ = member.calibration_round
-            swapped = seed_swapped(project, annotator.pk, sample.pk)
-        if sample.split != criterion.split:
+            round_, split, existing_id = row.calibration_round, row.seed_split, row.seed_vote
+            swapped = seed_swapped(project, annotator.pk, sample_id)
+        if split != criterion.split:
             raise VoteRejected("criterion", "This criterion does not apply to this sample.")
         choice = shown_to_canonical(shown_choice, swapped)
-        existing = (
-            Vote.objects.select_for_update()
-            .filter(sample=sample, criterion=criterion, annotator_id=annotator.pk, round=round_)
-            .first()
-        )
+        existing = None
+        if existing_id is not None:
+            existing = Vote.objects.select_for_update().get(pk=existing_id)
         formal = round_ == Vote.FORMAL_ROUND
         if formal and choice == Choice.TIE and (existing is None or existing.choice != Choice.TIE):
+            # Ties are serialised per annotator by this lock on PostgreSQL (SQLite's IMMEDIATE
+            # transactions serialise all writers); counting after it sees every committed vote.
+            # Other votes need no lock: missing one only makes the count stricter.
+            list(ProjectMember.objects.select_for_update().filter(pk=row.pk).values_list("pk"))
             _tie_check(project=project, annotator=annotator, revising=existing is not None)
         if existing is None:
             vote = Vote.objects.create(
-                sample=sample,
+                sample_id=sample_id,
                 criterion=criterion,
                 annotator_id=annotator.pk,
                 round=round_,
@@ -188,30 +206,49 @@ def vote_submit(
             vote.save(
                 update_fields=["choice", "rationale", "seconds", "shown_swapped", "updated_at"]
             )
-        if slot is not None:
-            _slot_touch(project=project, slot=slot, n_criteria=len(criteria.of(sample.split)))
-    vote.sample = sample
+        if formal:
+            kept = _slot_touch(
+                project=project,
+                slot_id=row.slot_id,
+                sample_id=sample_id,
+                annotator=annotator,
+                n_criteria=len(project_criteria(project).of(split)),
+            )
+            if not kept:
+                # The slot was reclaimed between the read and this write: undo the vote.
+                raise VoteRejected("sample", NOT_YOURS)
     vote.criterion = criterion
     return vote
 
 
-def _slot_touch(*, project: Project, slot: Slot, n_criteria: int) -> None:
-    """Renew the lease and mark the slot completed once every criterion has a vote."""
+NOT_YOURS = (
+    "This sample is no longer assigned to you (the lease ran out or the lead reassigned it). "
+    "Your vote was not saved."
+)
+
+
+def _slot_touch(
+    *, project: Project, slot_id: int, sample_id: int, annotator: Any, n_criteria: int
+) -> bool:
+    """Renew the lease, and complete the slot once every criterion has a vote.
+
+    The update only matches while the slot is still the annotator's, so it doubles as the
+    ownership check of the vote being written (a concurrent claim of an expired lease either
+    waits for this transaction and then finds the lease renewed, or wins and this matches 0).
+    """
     now = timezone.now()
     voted = count_of(
-        Vote.objects.filter(
-            sample_id=slot.sample_id, annotator_id=slot.annotator_id, round=Vote.FORMAL_ROUND
-        )
+        Vote.objects.filter(sample_id=sample_id, annotator_id=annotator.pk, round=Vote.FORMAL_ROUND)
     )
-    completed = (
-        Value(slot.completed_at, output_field=DateTimeField())
-        if slot.completed_at is not None
-        else Case(
-            When(GreaterThanOrEqual(voted, n_criteria), then=Value(now)),
-            default=Value(None),
-            output_field=DateTimeField(),
-        )
+    completed = Case(
+        When(completed_at__isnull=False, then=F("completed_at")),
+        When(GreaterThanOrEqual(voted, n_criteria), then=Value(now)),
+        default=Value(None),
+        output_field=DateTimeField(),
     )
-    Slot.objects.filter(pk=slot.pk).update(
-        lease_expires_at=now + timedelta(minutes=project.lease_minutes), completed_at=completed
+    return bool(
+        Slot.objects.filter(pk=slot_id, annotator_id=annotator.pk).update(
+            lease_expires_at=now + timedelta(minutes=project.lease_minutes),
+            completed_at=completed,
+        )
     )

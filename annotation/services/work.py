@@ -35,7 +35,6 @@ from .assignment import (
     slots_claim,
     slots_ensure,
     slots_reclaim_expired,
-    slots_shuffle,
 )
 from .calibration import calibration_mark, calibration_new_round, reference_label_set
 from .voting import tie_allowance, vote_submit
@@ -195,8 +194,10 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
             if not slots_claim(project=project, user=annotator):
                 return None
             slots = _open_slots(project, annotator)
-            slots_shuffle(project=project, slots=[s for s in slots if s.lease_expires_at])
-            member = member_progress(project, annotator)
+            # Before the claim the user held no open slot: the new ones are all of them.
+            for slot in slots:
+                name = f"slots_{slot.sample.split}"
+                setattr(member, name, getattr(member, name, 0) + 1)
             claimed = True
         # Freshly claimed samples carry no vote of this annotator (claims skip those).
         voted = set() if claimed else _formal_voted(annotator, slots)
