@@ -116,7 +116,7 @@ def _web_rendition(image: Image.Image, fmt: str) -> tuple[bytes, str]:
     if has_alpha or fmt in ("PNG", "GIF", "BMP") or image.mode == "P":
         if image.mode not in ("RGB", "RGBA", "L", "LA"):
             image = image.convert("RGBA" if has_alpha else "RGB")
-        image.save(out, format="PNG", optimize=True)
+        image.save(out, format="PNG")
         return out.getvalue(), "png"
     if image.mode != "RGB":
         image = image.convert("RGB")

@@ -1,0 +1,1 @@
+"""The demo project: drawn images, response pairs with trade-offs, accounts and simulated work."""
