@@ -19,7 +19,9 @@ Definitions
   with a defined κ. ``value`` is the unweighted mean over those pairs (each pair counts once);
   ``weighted_value`` is the mean weighted by the pair's number of shared items. Pairs that share
   at least one item but fewer than ``min_overlap``, or whose κ is undefined, are skipped and
-  counted. ``smallest_overlap`` is the smallest overlap among the pairs used.
+  counted in ``pairs_skipped`` (``pairs_undefined`` of them had enough overlap but an
+  undefined κ); pairs sharing no item are not pairs at all. ``smallest_overlap`` is the
+  smallest overlap among the pairs used.
 - **Fleiss' κ**: over the items with exactly ``m`` ratings (``m`` = ratings per item, the
   project's annotators per sample). Items with any other number of ratings are left out and
   counted in ``items_excluded``, because Fleiss' chance model assumes the same number of raters on

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Split, Vote
@@ -137,7 +139,9 @@ def _label_rows(
             a,
             b,
             t,
-            vote_ids[i].tolist(),
+            # As JSON text: compared with the stored column cast to text, so an unchanged
+            # label costs no JSON decoding on a re-run.
+            json.dumps(vote_ids[i].tolist()),
         )
     arrays = {
         "item": item,
@@ -185,18 +189,22 @@ def _write_labels(
     now: Any,
 ) -> dict[str, int]:
     """Make the stored labels of the split equal ``labels``; call inside a transaction."""
-    existing = CriterionLabel.objects.filter(
-        sample__project=project, sample__split=split, sample__is_seed=False
-    ).values_list(
-        "id",
-        "sample_id",
-        "criterion_id",
-        "outcome",
-        "preference",
-        "votes_a",
-        "votes_b",
-        "votes_tie",
-        "vote_ids",
+    existing = (
+        CriterionLabel.objects.filter(
+            sample__project=project, sample__split=split, sample__is_seed=False
+        )
+        .annotate(vote_ids_text=Cast("vote_ids", TextField()))
+        .values_list(
+            "id",
+            "sample_id",
+            "criterion_id",
+            "outcome",
+            "preference",
+            "votes_a",
+            "votes_b",
+            "votes_tie",
+            "vote_ids_text",
+        )
     )
     stale: list[int] = []
     changed: list[tuple[int, tuple[int, int], tuple]] = []
@@ -253,7 +261,7 @@ def _pg_write(changed: list, created: list, job: Job | None, now: Any) -> None:
 
     def row(key: tuple[int, int], new: tuple) -> list[Any]:
         outcome, preference, a, b, t, vote_ids = new
-        return [*key, outcome, preference, a, b, t, json.dumps(vote_ids), job_id, now]
+        return [*key, outcome, preference, a, b, t, vote_ids, job_id, now]
 
     columns = ", ".join(_COLUMNS)
     with connection.cursor() as cursor:
@@ -295,7 +303,7 @@ def _label(
         votes_a=a,
         votes_b=b,
         votes_tie=t,
-        vote_ids=vote_ids,
+        vote_ids=json.loads(vote_ids),
         job=job,
         computed_at=now,
     )
