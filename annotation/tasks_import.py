@@ -12,6 +12,10 @@ from .models import Job
 from .services.jobs import job_execute
 
 
+class ImportFileInvalid(Exception):
+    """The job's short failure message; the full list is in the job's result."""
+
+
 @shared_task(name="annotation.tasks.import_samples")
 def import_samples_task(job_id: int) -> None:
     """Validate and import the job's uploaded file; a rejected file stores its error list.
@@ -36,7 +40,10 @@ def import_samples_task(job_id: int) -> None:
             Job.objects.filter(pk=job.pk).update(
                 result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
             )
-            raise ImportRejected(exc.problems[:20], more=exc.count - min(20, exc.count)) from None
+            raise ImportFileInvalid(
+                f"{exc.count} error(s) in {params.get('filename', 'the file')}; "
+                "nothing was imported"
+            ) from None
         return report.as_dict()
 
     job_execute(job_id, work)

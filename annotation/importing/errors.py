@@ -67,5 +67,7 @@ class ProblemList:
         return bool(self.items) or bool(self.more)
 
     def raise_if_any(self) -> None:
+        """Raise with the problems in file order (checks against the database come in batches)."""
         if self:
-            raise ImportRejected(self.items, more=self.more)
+            ordered = sorted(self.items, key=lambda p: (p.line is not None, p.line or 0))
+            raise ImportRejected(ordered, more=self.more)

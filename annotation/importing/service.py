@@ -236,7 +236,7 @@ def _validate(
                         candidate.line,
                         candidate.names.get("external_id", "id"),
                         f"sample {record.external_id!r} already exists with different content; "
-                        "re-run with --update to replace it",
+                        "import with --update (Replace changed samples) to replace it",
                         candidate.unit,
                     )
                 )
@@ -271,9 +271,13 @@ def _validate(
         )
         for name, message in field_problems:
             problems.add(Problem(candidate.line, name, message, unit))
-        if record is None or candidate.problems:
-            continue
         id_name = candidate.names.get("external_id", "id")
+        if record is None or candidate.problems:
+            # Still claim the id, so that a later line repeating it is reported as a duplicate.
+            raw_id = candidate.data.get("external_id", candidate.data.get("id"))
+            if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
+                seen.setdefault(str(raw_id).strip(), candidate.line)
+            continue
         if record.external_id in seen:
             problems.add(
                 Problem(
@@ -499,5 +503,6 @@ def samples_import(
             for name in created_files:
                 default_storage.delete(name)
             raise
+    progress(report.samples, report.samples, "Done")
     report.seconds = time.monotonic() - started
     return report

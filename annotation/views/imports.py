@@ -70,9 +70,10 @@ def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
                 filters=form.cleaned_data["filters"],
             )
             if request.htmx:
+                # The panel with the new job, and the recent list updated out of band.
                 return render(
                     request,
-                    "annotation/import.html#upload-panel",
+                    "annotation/_import_response.html",
                     _context(project, ImportUploadForm(), job),
                 )
             return redirect(f"{reverse('import-upload', args=[slug])}?job={job.pk}")

@@ -84,7 +84,8 @@ def test_changed_sample_is_an_error_without_update_and_replaced_with_it(project,
         (
             2,
             "id",
-            "sample 's1' already exists with different content; re-run with --update to replace it",
+            "sample 's1' already exists with different content; import with --update "
+            "(Replace changed samples) to replace it",
         )
     ]
     assert Sample.objects.get(external_id="s1").response_a.startswith("A red rectangle")

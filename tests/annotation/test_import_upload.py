@@ -70,7 +70,7 @@ def test_eager_upload_stores_samples_and_shows_the_summary(
     assert (job.result["created"], job.result["removed_by_filter"]) == (2, {"length": 0})
     assert sorted(Sample.objects.values_list("external_id", flat=True)) == ["u1", "u2"]
     page = client.get(response["Location"]).content.decode()
-    assert "2 samples read, 2 created" in page
+    assert "upload.zip</strong> is imported: 2 new, 0 updated and 0 unchanged" in page
 
 
 @pytest.mark.django_db
