@@ -1,10 +1,20 @@
 from django.urls import include, path
 
-from .views import core, jobs
+from .views import core, jobs, project_settings
 
 urlpatterns = [
     path("", core.home, name="home"),
     path("projects/<slug:slug>/", core.project_detail, name="project-detail"),
+    path(
+        "projects/<slug:slug>/settings/",
+        project_settings.project_settings,
+        name="project-settings",
+    ),
+    path(
+        "projects/<slug:slug>/criteria/<int:criterion_id>/",
+        project_settings.criterion_edit,
+        name="criterion-edit",
+    ),
     path("jobs/<int:job_id>/", jobs.job_status, name="job-status"),
     path("", include("annotation.urls_import")),
     path("", include("annotation.urls_members")),

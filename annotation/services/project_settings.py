@@ -1,0 +1,72 @@
+"""The lead's edits of a project's protocol settings and its criteria descriptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from ..models import Criterion, Project, Slot
+from .assignment import slots_ensure
+
+EDITABLE_SETTINGS = (
+    "name",
+    "description",
+    "annotators_per_sample",
+    "tie_cap",
+    "rationale_min_chars",
+    "lease_minutes",
+    "batch_size",
+    "work_order",
+    "shuffle_ab",
+    "export_includes_seeds",
+)
+
+
+@transaction.atomic
+def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Project:
+    """Apply setting changes; a change of annotators per sample adjusts the open slots.
+
+    More annotators per sample adds the missing slots. Fewer is accepted only while no claimed
+    slot lies above the new number (votes already cast are never orphaned); open slots above
+    it are removed.
+    """
+    unknown = set(changes) - set(EDITABLE_SETTINGS)
+    if unknown:
+        raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    old_k = project.annotators_per_sample
+    for field, value in changes.items():
+        setattr(project, field, value)
+    project.full_clean()
+    new_k = project.annotators_per_sample
+    if new_k < old_k:
+        above = Slot.objects.filter(sample__project=project, index__gt=new_k)
+        if (
+            above.filter(annotator__isnull=False).exists()
+            or above.filter(completed_at__isnull=False).exists()
+        ):
+            raise ValidationError(
+                {
+                    "annotators_per_sample": (
+                        f"Some samples already have an annotator in a place above {new_k}; "
+                        "reassign or finish those slots first."
+                    )
+                }
+            )
+        above.delete()
+    project.save()
+    if new_k > old_k:
+        slots_ensure(project=project)
+    return project
+
+
+@transaction.atomic
+def criterion_update(*, criterion: Criterion, by: Any, name: str, description: str) -> Criterion:
+    """Edit the name and Markdown description annotators see for a criterion."""
+    criterion.name = name.strip()
+    criterion.description = description.strip()
+    criterion.full_clean()
+    criterion.save(update_fields=["name", "description"])
+    return criterion

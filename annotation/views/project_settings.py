@@ -1,0 +1,81 @@
+"""The lead's settings page: protocol settings and criteria descriptions."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from .. import selectors
+from ..models import Criterion, Project
+from ..permissions import lead_required
+from ..services.project_settings import (
+    EDITABLE_SETTINGS,
+    criterion_update,
+    project_settings_update,
+)
+
+
+class ProjectSettingsForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = list(EDITABLE_SETTINGS)
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+        labels = {
+            "tie_cap": "Tie cap (share, e.g. 0.1 = 10%)",
+            "lease_minutes": "Lease (minutes)",
+            "shuffle_ab": "Randomise A/B order per annotator",
+            "export_includes_seeds": "Include seed samples in exports",
+        }
+
+
+class CriterionForm(forms.ModelForm):
+    class Meta:
+        model = Criterion
+        fields = ["name", "description"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 6})}
+
+
+@lead_required
+def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    project = selectors.project_get(slug=slug)
+    form = ProjectSettingsForm(request.POST or None, instance=Project.objects.get(pk=project.pk))
+    if request.method == "POST" and form.is_valid():
+        changes = {f: form.cleaned_data[f] for f in form.changed_data}
+        try:
+            project_settings_update(project=project, by=request.user, **changes)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect("project-settings", slug=project.slug)
+    criteria = Criterion.objects.filter(project=project).order_by("split", "order", "key")
+    return render(
+        request,
+        "annotation/project_settings.html",
+        {"project": project, "form": form, "criteria": criteria},
+    )
+
+
+@lead_required
+def criterion_edit(request: HttpRequest, slug: str, criterion_id: int) -> HttpResponse:
+    project = selectors.project_get(slug=slug)
+    criterion = get_object_or_404(Criterion, pk=criterion_id, project=project)
+    form = CriterionForm(request.POST or None, instance=criterion)
+    if request.method == "POST" and form.is_valid():
+        criterion_update(
+            criterion=criterion,
+            by=request.user,
+            name=form.cleaned_data["name"],
+            description=form.cleaned_data["description"],
+        )
+        messages.success(request, f"Criterion “{criterion.name}” saved.")
+        return redirect("project-settings", slug=project.slug)
+    return render(
+        request,
+        "annotation/criterion_edit.html",
+        {"project": project, "criterion": criterion, "form": form},
+    )
