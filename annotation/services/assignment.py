@@ -138,10 +138,21 @@ def claim_candidates(*, project: Project, user: Any, now: datetime, limit: int) 
     return picked
 
 
+def _update_guarded(rows: QuerySet, fields: dict[str, Any]) -> int:
+    """Run a conditional UPDATE so that a unique clash leaves any outer transaction usable.
+
+    Outside a transaction one statement is atomic on its own (and needs no BEGIN/COMMIT round
+    trips); inside one, a savepoint confines the failure.
+    """
+    if transaction.get_connection().in_atomic_block:
+        with transaction.atomic():
+            return rows.update(**fields)
+    return rows.update(**fields)
+
+
 def _claim_one(slot_id: int, fields: dict[str, Any], now: datetime) -> int:
     try:
-        with transaction.atomic():
-            return Slot.objects.filter(open_condition(now), pk=slot_id).update(**fields)
+        return _update_guarded(Slot.objects.filter(open_condition(now), pk=slot_id), fields)
     except IntegrityError:  # the user took a slot of this sample from another tab
         return 0
 
@@ -150,8 +161,7 @@ def _claim_ids(ids: list[int], fields: dict[str, Any], now: datetime) -> int:
     """Claim the slots ``ids`` in one conditional UPDATE, or one by one if that one fails."""
     ids = sorted(ids)  # one lock order for every claimer
     try:
-        with transaction.atomic():
-            return Slot.objects.filter(open_condition(now), pk__in=ids).update(**fields)
+        return _update_guarded(Slot.objects.filter(open_condition(now), pk__in=ids), fields)
     except (IntegrityError, DatabaseError):
         # A unique clash (same user, two tabs) or a deadlock abort: go row by row.
         return sum(_claim_one(slot_id, fields, now) for slot_id in ids)

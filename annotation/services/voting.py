@@ -113,8 +113,14 @@ def vote_submit(
         return _vote_write(*args)
 
 
-def _vote_context(project: Project, annotator: Any, sample_id: int, criterion_id: int):
-    """Membership, the user's slot on the sample, the seed check and existing votes: one query."""
+def _vote_context(
+    project: Project, annotator: Any, sample_id: int, criterion_id: int, *, lock: bool
+):
+    """Membership, the user's slot on the sample, the seed check and existing votes: one query.
+
+    With ``lock`` the membership row is locked (FOR UPDATE on PostgreSQL), which serialises
+    one annotator's ties; SQLite's IMMEDIATE transactions already serialise all writers.
+    """
     slot = Slot.objects.filter(
         sample_id=sample_id,
         annotator_id=annotator.pk,
@@ -127,18 +133,17 @@ def _vote_context(project: Project, annotator: Any, sample_id: int, criterion_id
     votes = Vote.objects.filter(
         sample_id=sample_id, criterion_id=criterion_id, annotator_id=annotator.pk
     )
-    return (
-        ProjectMember.objects.filter(project=project, user_id=annotator.pk, is_active=True)
-        .annotate(
-            slot_id=Subquery(slot.values("pk")[:1]),
-            slot_swap=Subquery(slot.values("swap_ab")[:1]),
-            slot_split=Subquery(slot.values("sample__split")[:1]),
-            seed_split=Subquery(seed.values("split")[:1]),
-            formal_vote=Subquery(votes.filter(round=Vote.FORMAL_ROUND).values("pk")[:1]),
-            seed_vote=Subquery(votes.filter(round=OuterRef("calibration_round")).values("pk")[:1]),
-        )
-        .first()
-    )
+    members = ProjectMember.objects.filter(project=project, user_id=annotator.pk, is_active=True)
+    if lock:
+        members = members.select_for_update()
+    return members.annotate(
+        slot_id=Subquery(slot.values("pk")[:1]),
+        slot_swap=Subquery(slot.values("swap_ab")[:1]),
+        slot_split=Subquery(slot.values("sample__split")[:1]),
+        seed_split=Subquery(seed.values("split")[:1]),
+        formal_vote=Subquery(votes.filter(round=Vote.FORMAL_ROUND).values("pk")[:1]),
+        seed_vote=Subquery(votes.filter(round=OuterRef("calibration_round")).values("pk")[:1]),
+    ).first()
 
 
 def _vote_write(
@@ -151,7 +156,10 @@ def _vote_write(
     seconds: float,
 ) -> Vote:
     with transaction.atomic():
-        row = _vote_context(project, annotator, sample_id, criterion.pk)
+        # A tie is counted against the cap: lock first, count after (a fresh snapshot).
+        row = _vote_context(
+            project, annotator, sample_id, criterion.pk, lock=shown_choice == Choice.TIE
+        )
         if row is None:
             raise VoteRejected("sample", "You are not an annotator in this project.")
         if row.is_calibrated:
@@ -173,10 +181,8 @@ def _vote_write(
             existing = Vote.objects.select_for_update().get(pk=existing_id)
         formal = round_ == Vote.FORMAL_ROUND
         if formal and choice == Choice.TIE and (existing is None or existing.choice != Choice.TIE):
-            # Ties are serialised per annotator by this lock on PostgreSQL (SQLite's IMMEDIATE
-            # transactions serialise all writers); counting after it sees every committed vote.
-            # Other votes need no lock: missing one only makes the count stricter.
-            list(ProjectMember.objects.select_for_update().filter(pk=row.pk).values_list("pk"))
+            # Counted after the lock taken above, so every committed tie is seen. Other votes
+            # take no lock: missing a concurrent non-tie only makes the count stricter.
             _tie_check(project=project, annotator=annotator, revising=existing is not None)
         if existing is None:
             vote = Vote.objects.create(

@@ -187,7 +187,7 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
         return None
 
     criteria = project_criteria(project)
-    slots = _open_slots(project, annotator)
+    slots = _open_slots(project, annotator) if member.n_open else []
     claimed = False
     for _ in range(2):
         if not slots:

@@ -45,7 +45,8 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
     """The active membership with formal counters, in one query.
 
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
-    ``f_done`` (formal votes on samples whose slot the user holds) and ``slots_<split>``.
+    ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
+    not completed) and ``slots_<split>`` (slots held per split).
     """
     if not getattr(user, "is_authenticated", False):
         return None
@@ -54,6 +55,11 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
         "f_votes": count_of(votes),
         "f_ties": count_of(votes.filter(choice=Choice.TIE)),
         "f_done": count_of(votes.filter(sample__slots__annotator_id=user.pk)),
+        "n_open": count_of(
+            Slot.objects.filter(
+                annotator_id=user.pk, completed_at__isnull=True, sample__project_id=project.pk
+            )
+        ),
     }
     for split in SPLITS:
         counters[f"slots_{split}"] = count_of(

@@ -1,0 +1,141 @@
+"""Query budget: a labeling loop (submit + next) takes at most 10 queries, at any project size."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.models import Project, ProjectMember, Sample
+from annotation.services import work
+from annotation.services.projects import project_create
+
+BUDGET = 10
+LOOPS = 25  # crosses a batch boundary: 10 samples x 5 criteria = 50 items; start at item 40
+
+# Not wrapped in a test transaction: each service call runs its own transaction as in a request,
+# so the count has no test-only SAVEPOINT statements.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+        reason="the budget is asserted on PostgreSQL",
+    ),
+]
+
+
+def build(n: int, slug: str) -> Project:
+    project = project_create(name=slug, slug=slug)
+    Sample.objects.bulk_create(
+        (
+            Sample(
+                project=project,
+                external_id=f"q-{i:06d}",
+                split="open_ended",
+                question="Which lamp is on?",
+                response_a="left",
+                response_b="right",
+            )
+            for i in range(n)
+        ),
+        batch_size=10_000,
+    )
+    with connection.cursor() as cursor:  # all k slots per sample at INSERT ... SELECT speed
+        cursor.execute(
+            "INSERT INTO annotation_slot (sample_id, index, swap_ab)"
+            " SELECT s.id, g, false FROM annotation_sample s"
+            " CROSS JOIN generate_series(1, %s) g WHERE s.project_id = %s",
+            [project.annotators_per_sample, project.pk],
+        )
+        cursor.execute("ANALYZE annotation_sample; ANALYZE annotation_slot;")
+    return project
+
+
+def loop_counts(project: Project, user: User) -> list[int]:
+    """Query counts of LOOPS request-like loops (fresh Project instance, submit then next)."""
+    item = work.work_next(project=project, annotator=user)
+    for _ in range(39):  # reach the end of the first batch so the loops include a claim
+        work.vote_submit(
+            project=project,
+            annotator=user,
+            sample_id=item.sample.pk,
+            criterion_id=item.criterion.pk,
+            shown_choice="A",
+            rationale="Steady rationale for the budget.",
+            seconds=2,
+        )
+        item = work.work_next(project=project, annotator=user)
+    counts = []
+    for _ in range(LOOPS):
+        fresh = Project.objects.get(pk=project.pk)  # as a request loads it
+        with CaptureQueriesContext(connection) as captured:
+            work.vote_submit(
+                project=fresh,
+                annotator=user,
+                sample_id=item.sample.pk,
+                criterion_id=item.criterion.pk,
+                shown_choice="A",
+                rationale="Steady rationale for the budget.",
+                seconds=2,
+            )
+            item = work.work_next(project=fresh, annotator=user)
+        listing = "\n".join(f"{i + 1}. {q['sql'][:300]}" for i, q in enumerate(captured))
+        assert len(captured) <= BUDGET, f"{len(captured)} queries:\n{listing}"
+        counts.append(len(captured))
+        assert item is not None
+    return counts
+
+
+def annotator_for(project: Project, name: str) -> User:
+    user = User.objects.create(username=name)
+    ProjectMember.objects.create(project=project, user=user, calibrated_at=timezone.now())
+    return user
+
+
+def test_same_budget_at_100_and_100000_samples():
+    small = build(100, "small")
+    large = build(100_000, "large")
+    assert Sample.objects.filter(project=large).count() == 100_000
+    small_counts = loop_counts(small, annotator_for(small, "s-user"))
+    large_counts = loop_counts(large, annotator_for(large, "l-user"))
+    print("queries per loop at 100 samples:", small_counts)
+    print("queries per loop at 100,000 samples:", large_counts)
+    assert small_counts == large_counts
+    assert max(large_counts) <= BUDGET
+    # the loop that claimed the next batch is in the series and within budget too
+    assert len(set(large_counts)) >= 2
+
+
+def test_tie_loop_within_budget():
+    project = build(100, "ties")
+    user = annotator_for(project, "t-user")
+    for _ in range(10):
+        item = work.work_next(project=project, annotator=user)
+        work.vote_submit(
+            project=project,
+            annotator=user,
+            sample_id=item.sample.pk,
+            criterion_id=item.criterion.pk,
+            shown_choice="A",
+            rationale="Ten plain votes first.",
+            seconds=1,
+        )
+    item = work.work_next(project=project, annotator=user)
+    fresh = Project.objects.get(pk=project.pk)
+    with CaptureQueriesContext(connection) as captured:
+        vote = work.vote_submit(
+            project=fresh,
+            annotator=user,
+            sample_id=item.sample.pk,
+            criterion_id=item.criterion.pk,
+            shown_choice="tie",
+            rationale="The eleventh may be a tie.",
+            seconds=1,
+        )
+        work.work_next(project=fresh, annotator=user)
+    listing = "\n".join(q["sql"][:300] for q in captured)
+    assert vote.choice == "tie"
+    assert len(captured) <= BUDGET, listing
