@@ -22,6 +22,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 DEFAULT_MAX_PIXELS = 40_000_000
 WEB_LONG_SIDE = 1600
 ALLOWED_FORMATS = {"JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF"}
+WEB_READY = {"JPEG", "PNG", "WEBP", "GIF"}
 EXTENSIONS = {
     "JPEG": "jpg",
     "PNG": "png",
@@ -106,7 +107,11 @@ def image_inspect(data: bytes) -> ImageInfo:
     )
 
 
-def _web_rendition(image: Image.Image, fmt: str) -> tuple[bytes, str]:
+def _web_rendition(image: Image.Image, fmt: str, data: bytes) -> tuple[bytes, str]:
+    orientation = image.getexif().get(0x0112, 1)
+    if max(image.size) <= WEB_LONG_SIDE and orientation == 1 and fmt in WEB_READY:
+        # Already fit for the browser: re-encoding would only cost time and quality.
+        return data, EXTENSIONS[fmt]
     image = ImageOps.exif_transpose(image)
     if max(image.size) > WEB_LONG_SIDE:
         image.thumbnail((WEB_LONG_SIDE, WEB_LONG_SIDE), Image.Resampling.LANCZOS)
@@ -128,7 +133,7 @@ def image_process(data: bytes) -> ProcessedImage:
     """Verify ``data`` and build its web rendition; raises :class:`ImageRejected`."""
     image = _open_checked(data)
     fmt = image.format or "PNG"
-    web, web_ext = _web_rendition(image, fmt)
+    web, web_ext = _web_rendition(image, fmt, data)
     oriented = ImageOps.exif_transpose(image)
     info = ImageInfo(
         format=fmt,

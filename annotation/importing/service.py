@@ -10,6 +10,7 @@ formal sample.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -348,6 +349,7 @@ def _write(
     todo = sum(1 for p in plan.values() if p.action in (CREATE, UPDATE))
     done = 0
     creating: list[tuple[Sample, SampleRecord]] = []
+    stored: dict[str, tuple] = {}
 
     def flush() -> None:
         if not creating:
@@ -382,7 +384,7 @@ def _write(
         planned = plan.get(record.external_id)
         if planned is None or planned.action in (UNCHANGED, FILTERED):
             continue
-        processed = image_process(_image_bytes(reader.source, record))
+        image = _image_bytes(reader.source, record)
         if planned.action == CREATE:
             sample = Sample(
                 project=project,
@@ -390,24 +392,44 @@ def _write(
                 content_hash=planned.content_hash,
                 **record.model_fields(),
             )
-            created_files.extend(sample_image_attach(sample=sample, processed=processed))
+            _attach(sample, image, stored, created_files)
             creating.append((sample, record))
             report.created += 1
             if len(creating) >= BATCH:
                 flush()
         else:
-            _update_one(project, record, planned, processed, criteria, report, created_files)
+            _update_one(project, record, planned, image, stored, criteria, report, created_files)
         done += 1
         progress(done, todo, "Writing")
     flush()
     progress(done, todo, "Writing")
 
 
+def _attach(sample: Sample, data: bytes, stored: dict[str, tuple], created_files: list[str]):
+    """Process and store the image once per import; later samples sharing it reuse the files."""
+    digest = hashlib.sha256(data).hexdigest()
+    known = stored.get(digest)
+    if known is None:
+        created_files.extend(sample_image_attach(sample=sample, processed=image_process(data)))
+        stored[digest] = (
+            sample.image.name,
+            sample.image_web.name,
+            sample.image_width,
+            sample.image_height,
+            sample.image_sha256,
+        )
+        return
+    image, web, sample.image_width, sample.image_height, sample.image_sha256 = known
+    sample.image.name = image
+    sample.image_web.name = web
+
+
 def _update_one(
     project: Project,
     record: SampleRecord,
     planned: _Planned,
-    processed: Any,
+    image: bytes,
+    stored: dict[str, tuple],
     criteria: dict[tuple[str, str], Criterion],
     report: ImportReport,
     created_files: list[str],
@@ -417,7 +439,7 @@ def _update_one(
     for name, value in record.model_fields().items():
         setattr(sample, name, value)
     sample.content_hash = planned.content_hash
-    created_files.extend(sample_image_attach(sample=sample, processed=processed))
+    _attach(sample, image, stored, created_files)
     sample.save()
     if was_seed and not sample.is_seed:
         existing = set(Slot.objects.filter(sample=sample).values_list("index", flat=True))
