@@ -1,5 +1,8 @@
 """Aggregated labels, agreement snapshots, the lead's review decisions and dataset versions."""
 
+import hashlib
+import hmac
+
 from django.conf import settings
 from django.db import models
 
@@ -122,8 +125,16 @@ class SampleReview(models.Model):
 
 
 def version_file_path(instance: "DatasetFile", filename: str) -> str:
+    """``versions/<project id>/v<n>-<key>/<filename>``, the key derived from SECRET_KEY.
+
+    Media files are served to any logged-in user; the key keeps a version's folder
+    unguessable, so its files are only reached through the views that check who may read them.
+    """
     version = instance.version
-    return f"versions/{version.project_id}/v{version.number}/{filename}"
+    key = hmac.new(
+        settings.SECRET_KEY.encode(), f"dataset-version:{version.pk}".encode(), hashlib.sha256
+    ).hexdigest()[:16]
+    return f"versions/{version.project_id}/v{version.number}-{key}/{filename}"
 
 
 class DatasetVersion(models.Model):

@@ -14,18 +14,18 @@ from typing import Any
 MANIFEST_NAME = "manifest.json"
 FORMAT = "multi-crit-studio/dataset@1"
 
-# Protocol section 5: three votes per (sample, criterion); categories A, B, tie.
+# Protocol section 5 (aggregation.rules): k = annotators_per_sample votes, categories A, B, tie.
 AGGREGATION_RULE: dict[str, Any] = {
     "name": "unanimous_or_majority_plus_tie",
     "kept": {
-        "kept_unanimous": "all votes prefer the same response (A, A, A or B, B, B)",
-        "kept_majority_tie": "all but one prefer the same response and the other is a tie "
-        "(A, A, tie or B, B, tie)",
+        "kept_unanimous": "every vote prefers the same response (k = 3: A, A, A or B, B, B)",
+        "kept_majority_tie": "one response named, by a strict majority, the other votes ties "
+        "(k = 3: A, A, tie or B, B, tie)",
     },
     "dropped": {
+        "dropped_missing": "fewer than k votes",
         "dropped_split": "votes for both A and B",
-        "dropped_ties": "two or more ties",
-        "dropped_missing": "fewer votes than annotators per sample",
+        "dropped_ties": "ties without a strict majority (k = 3: two or more ties)",
     },
     "review": "labels and samples the lead discarded on review are left out",
     "conflict": "a prompt has a conflict when two of its kept criteria prefer opposite responses",

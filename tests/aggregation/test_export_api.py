@@ -264,3 +264,16 @@ def test_openapi_schema_lists_the_dataset_endpoints(built, lead, client):
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
     assert b"cdn." not in docs.content  # the UI is served locally, nothing downloads
+
+
+def test_stored_paths_are_unguessable_and_never_shown(built, lead_key, client, annotators):
+    record = built.files.get(kind="parquet")
+    folder = record.file.name.split("/")[2]
+    assert folder.startswith("v1-") and len(folder) == len("v1-") + 16
+    body = api(lead_key).get(f"{BASE}/1/").content.decode()
+    assert folder not in body
+    client.force_login(annotators[0])
+    assert (
+        client.get(f"/media/versions/{built.project_id}/v1/test-project-v1.parquet").status_code
+        == 404
+    )
