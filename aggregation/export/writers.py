@@ -153,7 +153,9 @@ def zip_write(
 ) -> int:
     """Write ``rows.jsonl`` then each ``(relative path, storage name)`` image; returns the count.
 
-    Images are stored uncompressed (they already are compressed); the JSONL is deflated.
+    Images are stored uncompressed (they already are compressed); the JSONL is deflated. Each
+    entry is streamed; what stays in memory is the zip's central directory (a few hundred bytes
+    per entry, written at the end as the format requires).
     """
     count = 0
     with zipfile.ZipFile(path, "w", allowZip64=True) as zf:
