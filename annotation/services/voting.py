@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Count, DateTimeField, F, OuterRef, Q, Subquery, Value, When
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, Count, DateTimeField, F, Q, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
@@ -115,35 +115,61 @@ def vote_submit(
 
 def _vote_context(
     project: Project, annotator: Any, sample_id: int, criterion_id: int, *, lock: bool
-):
+) -> ProjectMember | None:
     """Membership, the user's slot on the sample, the seed check and existing votes: one query.
 
     With ``lock`` the membership row is locked (FOR UPDATE on PostgreSQL), which serialises
     one annotator's ties; SQLite's IMMEDIATE transactions already serialise all writers.
+    Written as SQL: it runs on every vote, and each part is a unique-index lookup.
     """
-    slot = Slot.objects.filter(
-        sample_id=sample_id,
-        annotator_id=annotator.pk,
-        sample__project_id=project.pk,
-        sample__is_seed=False,
+    t = {
+        "member": ProjectMember._meta.db_table,
+        "sample": Sample._meta.db_table,
+        "slot": Slot._meta.db_table,
+        "vote": Vote._meta.db_table,
+    }
+    vote = (
+        f"(SELECT v.id FROM {t['vote']} v WHERE v.sample_id = %s AND v.criterion_id = %s"
+        " AND v.annotator_id = m.user_id AND v.round = {round})"
     )
-    seed = Sample.objects.filter(
-        pk=sample_id, project_id=project.pk, is_seed=True, status=SampleStatus.ACTIVE
+    sql = (
+        "SELECT m.*, sl.id AS slot_id, sl.swap_ab AS slot_swap, fs.split AS slot_split,"
+        f" (SELECT x.split FROM {t['sample']} x WHERE x.id = %s AND x.project_id = m.project_id"
+        "  AND x.is_seed = %s AND x.status = %s) AS seed_split, "
+        + vote.format(round="0")
+        + " AS formal_vote, "
+        + vote.format(round="m.calibration_round")
+        + " AS seed_vote"
+        f" FROM {t['member']} m"
+        f" LEFT JOIN {t['slot']} sl ON sl.sample_id = %s AND sl.annotator_id = m.user_id"
+        f" LEFT JOIN {t['sample']} fs ON fs.id = sl.sample_id AND fs.project_id = m.project_id"
+        "  AND fs.is_seed = %s"
+        " WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s"
     )
-    votes = Vote.objects.filter(
-        sample_id=sample_id, criterion_id=criterion_id, annotator_id=annotator.pk
-    )
-    members = ProjectMember.objects.filter(project=project, user_id=annotator.pk, is_active=True)
-    if lock:
-        members = members.select_for_update()
-    return members.annotate(
-        slot_id=Subquery(slot.values("pk")[:1]),
-        slot_swap=Subquery(slot.values("swap_ab")[:1]),
-        slot_split=Subquery(slot.values("sample__split")[:1]),
-        seed_split=Subquery(seed.values("split")[:1]),
-        formal_vote=Subquery(votes.filter(round=Vote.FORMAL_ROUND).values("pk")[:1]),
-        seed_vote=Subquery(votes.filter(round=OuterRef("calibration_round")).values("pk")[:1]),
-    ).first()
+    if lock and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF m"
+    params = [
+        sample_id,
+        True,
+        SampleStatus.ACTIVE.value,
+        sample_id,
+        criterion_id,
+        sample_id,
+        criterion_id,
+        sample_id,
+        False,
+        project.pk,
+        annotator.pk,
+        True,
+    ]
+    rows = list(ProjectMember.objects.raw(sql, params))
+    if not rows:
+        return None
+    row = rows[0]
+    if row.slot_split is None:  # the slot (if any) is not a formal sample of this project
+        row.slot_id = None
+    row.slot_swap = bool(row.slot_swap)
+    return row
 
 
 def _vote_write(
