@@ -126,6 +126,8 @@ def main() -> None:
     n = args.samples
 
     setup_test_environment()
+    # As in production: with DEBUG on, Django keeps every executed query (and its data) in memory.
+    settings.DEBUG = False
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:

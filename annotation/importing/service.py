@@ -219,7 +219,7 @@ def _validate(
 ) -> tuple[dict[str, _Planned], dict[str, int]]:
     plan: dict[str, _Planned] = {}
     seen: dict[str, int] = {}
-    images_ok: dict[str, str] = {}  # image path -> sha256, so a shared image is checked once
+    images_ok: dict[str, str] = {}  # path or content -> sha256: a shared image is checked once
     features = _Curation()
     batch: list[tuple[SampleRecord, str, Candidate]] = []
 
@@ -293,13 +293,14 @@ def _validate(
         seen[record.external_id] = candidate.line
         image_field = "image_path" if unit == "row" and record.image.path else "image"
         try:
-            key = record.image.path
-            if key is not None and key in images_ok:
-                image_sha = images_ok[key]
+            if record.image.data is not None:
+                key = "sha256:" + hashlib.sha256(record.image.data).hexdigest()
             else:
+                key = "path:" + record.image.path
+            image_sha = images_ok.get(key)
+            if image_sha is None:
                 image_sha = image_inspect(_image_bytes(reader.source, record)).sha256
-                if key is not None:
-                    images_ok[key] = image_sha
+                images_ok[key] = image_sha
         except (ImageRefError, ImageRejected) as exc:
             problems.add(Problem(candidate.line, image_field, str(exc), unit))
             continue

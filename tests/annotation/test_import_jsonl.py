@@ -206,3 +206,15 @@ def test_command_prints_summary_and_fails_with_listed_errors(project, tmp_path, 
     with pytest.raises(CommandError, match="1 error"):
         call_command("import_samples", "new-project", str(bad))
     assert "line 1, split: unknown split 'nope'" in capsys.readouterr().err
+
+
+def test_zip_without_a_data_file_and_wrong_suffix_are_refused(project, tmp_path):
+    empty = tmp_path / "images-only.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("img/p.png", png_bytes())
+    ((line, field, message),) = rejected(project, empty)
+    assert (line, field) == (None, "zip") and "exactly one .jsonl or .parquet" in message
+    text = tmp_path / "notes.csv"
+    text.write_text("a,b\n")
+    ((line, field, message),) = rejected(project, text)
+    assert (line, field) == (None, "file") and "expected a .jsonl, .parquet or .zip" in message

@@ -99,3 +99,23 @@ def test_row_with_neither_image_nor_path_is_an_error(project, tmp_path):
     with pytest.raises(ImportRejected) as info:
         samples_import(project=project, path=path)
     assert [(p.line, p.field) for p in info.value.problems] == [(1, "image")]
+
+
+def test_jsonl_rows_with_base64_images(project, tmp_path):
+    import base64
+
+    rows = multicrit_rows("p1", {"logic": "model_b"}, split="reasoning")
+    rows[0]["image"] = {"bytes": base64.b64encode(png_bytes("purple")).decode()}
+    rows += multicrit_rows("p2", {"logic": "model_a"}, split="reasoning")
+    rows[1]["image"] = {"bytes": "not base64!"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(ImportRejected) as info:
+        samples_import(project=project, path=path)
+    assert [(p.line, p.field, p.message) for p in info.value.problems] == [
+        (2, "image", "image.bytes is not valid base64")
+    ]
+    path.write_text(json.dumps(rows[0]) + "\n")
+    samples_import(project=project, path=path)
+    assert Sample.objects.get(external_id="p1").image.read() == png_bytes("purple")
+    assert labels("p1") == {"logic": "B"}
