@@ -55,3 +55,21 @@ def annotator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def media_allowed(user: Any, path: str) -> bool:
+    """Whether ``user`` may read the media file at ``path`` (relative to MEDIA_ROOT).
+
+    Sample images (``samples/<project id>/...``) go to leads and the project's active members;
+    exports, uploads and anything else to leads only.
+    """
+    if is_lead(user):
+        return True
+    parts = path.split("/")
+    if len(parts) >= 3 and parts[0] == "samples" and parts[1].isdigit():
+        from .models import ProjectMember
+
+        return ProjectMember.objects.filter(
+            project_id=int(parts[1]), user=user, is_active=True
+        ).exists()
+    return False

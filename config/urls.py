@@ -2,14 +2,20 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation.permissions import media_allowed
+
 
 @login_required
 def media(request: HttpRequest, path: str) -> HttpResponse:
+    """Serve study data: sample images to the project's members, everything else to leads."""
+    if not media_allowed(request.user, path):
+        raise PermissionDenied("You may not read this file.")
     return serve(request, path, document_root=settings.MEDIA_ROOT)
 
 
