@@ -20,7 +20,7 @@ N_PER_SPLIT = 30
 SEEDS_PER_SPLIT = 10
 MODELS = [
     "gpt-4o",
-    "claude-3.7-sonnet",
+    "gpt-4.1-mini",
     "gemini-2.0-flash",
     "o4-mini",
     "qwen2.5-vl-72b",

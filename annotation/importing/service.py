@@ -347,7 +347,7 @@ def _write(
 ) -> None:
     criteria = {(c.split, c.key): c for c in Criterion.objects.filter(project=project)}
     k = project.annotators_per_sample
-    todo = sum(1 for p in plan.values() if p.action in (CREATE, UPDATE))
+    to_write = sum(1 for p in plan.values() if p.action in (CREATE, UPDATE))
     done = 0
     creating: list[tuple[Sample, SampleRecord]] = []
     stored: dict[str, tuple] = {}
@@ -401,9 +401,9 @@ def _write(
         else:
             _update_one(project, record, planned, image, stored, criteria, report, created_files)
         done += 1
-        progress(done, todo, "Writing")
+        progress(done, to_write, "Writing")
     flush()
-    progress(done, todo, "Writing")
+    progress(done, to_write, "Writing")
 
 
 def _attach(sample: Sample, data: bytes, stored: dict[str, tuple], created_files: list[str]):
