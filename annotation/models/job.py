@@ -51,5 +51,16 @@ class Job(models.Model):
         return min(100, int(100 * self.done / self.total))
 
     @property
+    def duration_text(self) -> str:
+        """How long the job ran, e.g. "4.2 s" or "3 min 10 s"; empty until it has finished."""
+        if not (self.started_at and self.finished_at):
+            return ""
+        seconds = max(0.0, (self.finished_at - self.started_at).total_seconds())
+        if seconds < 60:
+            return f"{seconds:.1f} s"
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest} s"
+
+    @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
