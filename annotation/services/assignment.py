@@ -16,14 +16,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import (
     Case,
     Count,
-    Exists,
     F,
     Func,
-    OuterRef,
     Q,
     QuerySet,
     Subquery,
@@ -38,6 +36,13 @@ from ..models import ProblemReport, Project, ProjectMember, Sample, SampleStatus
 # Leases are renewed on activity, but at most once per this share of the lease, so that a
 # loop of votes does not rewrite the annotator's slots on every request.
 RENEW_FRACTION = 0.1
+
+
+def qn(name: str) -> str:
+    """A quoted column name (``index`` is a reserved word)."""
+    return connection.ops.quote_name(name)
+
+
 # Rounds of candidate selection when other claimers keep winning the same slots.
 CLAIM_ATTEMPTS = 5
 
@@ -98,41 +103,49 @@ def claim_candidates(*, project: Project, user: Any, now: datetime, limit: int) 
     """Claimable slots for ``user``, in-progress samples first, at most one per sample.
 
     A sample is left out when the user holds or held one of its slots, has a formal vote on it
-    (a reclaimed slot keeps its votes) or has an open problem report on it.
+    (a reclaimed slot keeps its votes) or has an open problem report on it. One statement of
+    two parts, both walking the (sample, index) index in order and stopping at the limit, so
+    the cost does not grow with the project: in-progress samples (another slot taken), then
+    any open sample.
     """
     k = project.annotators_per_sample
-    taken = count_of(
-        Slot.objects.filter(sample_id=OuterRef("sample_id")).exclude(open_condition(now))
+    slot_t, sample_t = Slot._meta.db_table, Sample._meta.db_table
+    vote_t, report_t = Vote._meta.db_table, ProblemReport._meta.db_table
+    base = (
+        f"SELECT {{stage}} AS stage, o.id, o.sample_id, o.{qn('index')} AS idx"
+        f" FROM {slot_t} o JOIN {sample_t} s ON s.id = o.sample_id"
+        " WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s"
+        " AND (o.annotator_id IS NULL OR (o.completed_at IS NULL AND o.lease_expires_at < %s))"
+        f" AND NOT EXISTS (SELECT 1 FROM {slot_t} y"
+        "  WHERE y.sample_id = o.sample_id AND y.annotator_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {vote_t} v"
+        "  WHERE v.sample_id = o.sample_id AND v.annotator_id = %s AND v.round = 0)"
+        f" AND NOT EXISTS (SELECT 1 FROM {report_t} r"
+        "  WHERE r.sample_id = o.sample_id AND r.reporter_id = %s AND r.resolved_at IS NULL)"
+        "{extra} ORDER BY o.sample_id, o.{index} LIMIT %s"
     )
-    rows = (
-        Slot.objects.filter(open_condition(now))
-        .filter(sample__project=project, sample__is_seed=False, sample__status=SampleStatus.ACTIVE)
-        .exclude(Exists(Slot.objects.filter(sample_id=OuterRef("sample_id"), annotator=user)))
-        .exclude(
-            Exists(
-                Vote.objects.filter(
-                    sample_id=OuterRef("sample_id"), annotator=user, round=Vote.FORMAL_ROUND
-                )
-            )
-        )
-        .exclude(
-            Exists(
-                ProblemReport.objects.filter(
-                    sample_id=OuterRef("sample_id"), reporter=user, resolved_at__isnull=True
-                )
-            )
-        )
-        .annotate(taken=taken)
-        .order_by("-taken", "sample_id", "index")
-        .only("id", "sample_id", "index")[: limit * k]
+    taken = (
+        f" AND EXISTS (SELECT 1 FROM {slot_t} t WHERE t.sample_id = o.sample_id"
+        " AND t.annotator_id IS NOT NULL AND (t.completed_at IS NOT NULL"
+        " OR t.lease_expires_at >= %s))"
     )
+    index = qn("index")
+    part_a = base.format(stage=0, extra=taken, index=index)
+    part_b = base.format(stage=1, extra="", index=index)
+    sql = f"SELECT * FROM ({part_a}) a UNION ALL SELECT * FROM ({part_b}) b"
+    at = connection.ops.adapt_datetimefield_value(now)
+    common = [project.pk, False, SampleStatus.ACTIVE.value, at, user.pk, user.pk, user.pk]
+    params = [*common, at, limit * k, *common, limit * k]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = sorted(cursor.fetchall())
     picked: list[Slot] = []
     seen: set[int] = set()
-    for slot in rows:
-        if slot.sample_id in seen:
+    for _, slot_id, sample_id, idx in rows:
+        if sample_id in seen:
             continue
-        seen.add(slot.sample_id)
-        picked.append(slot)
+        seen.add(sample_id)
+        picked.append(Slot(pk=slot_id, sample_id=sample_id, index=idx))
         if len(picked) >= limit:
             break
     return picked
