@@ -218,6 +218,7 @@ class Client:
     acked: list[tuple[int, int, int]] = field(default_factory=list)
     refused: int = 0
     errors: list[str] = field(default_factory=list)
+    reconnects: int = 0
 
     def __post_init__(self) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
@@ -233,8 +234,17 @@ class Client:
             body = urllib.parse.urlencode(form)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
             headers["X-CSRFToken"] = self.csrf
-        self.conn.request(method, path, body=body, headers=headers)
-        response = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The server closed an idle keep-alive connection: reconnect and send again (a
+            # repeated vote is harmless, it records no revision).
+            self.reconnects += 1
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
         text = response.read().decode()
         for value in response.headers.get_all("Set-Cookie") or []:
             if value.startswith("csrftoken="):
