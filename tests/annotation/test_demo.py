@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db.models import Count, Q
 
+from aggregation.models import AgreementSnapshot, CriterionLabel
 from annotation.demo.build import (
     ANNOTATORS,
     COMPLETE,
@@ -63,8 +64,18 @@ def test_builder_counts_and_second_run_changes_nothing(capsys):
     assert demo_summary(project) == EXPECTED
     assert ReferenceLabel.objects.filter(sample__project=project).count() == 20 * 5
     first = list(Vote.objects.order_by("pk").values_list("pk", "choice", "rationale"))
+    # The simulated votes are aggregated once, so the dashboard opens with figures.
+    assert "aggregated the simulated votes" in out
+    labels = list(CriterionLabel.objects.order_by("pk").values_list("pk", "outcome", "preference"))
+    assert len(labels) > 0
+    assert AgreementSnapshot.objects.filter(project=project).count() == 2
     call_command("demo_setup")
-    assert "60 unchanged" in capsys.readouterr().out
+    second = capsys.readouterr().out
+    assert "60 unchanged" in second and "aggregated" not in second
+    assert (
+        list(CriterionLabel.objects.order_by("pk").values_list("pk", "outcome", "preference"))
+        == labels
+    )
     assert demo_summary(project) == EXPECTED
     assert list(Vote.objects.order_by("pk").values_list("pk", "choice", "rationale")) == first
     assert User.objects.count() == 10
