@@ -26,7 +26,8 @@ def aggregation_start(request: HttpRequest, slug: str) -> HttpResponse:
         )
     job = aggregation_start_service(project=project, split=split, created_by=request.user)
     if request.htmx:
-        response = render(request, "annotation/job.html#job-card", {"job": job})
+        context = {"project": project, "last_job": job}
+        response = render(request, "aggregation/_aggregate_panel.html#aggregate-job", context)
         scope = Split(split).label if split else "all splits"
         return trigger_client_event(response, "toast", {"value": f"Aggregation started ({scope})"})
     try:
