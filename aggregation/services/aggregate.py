@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import TextField
+from django.db.models import Exists, OuterRef, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Split, Vote
+from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Slot, Split, Vote
 from annotation.services.jobs import job_create, job_enqueue
 
 from .. import agreement, rules
@@ -61,14 +61,27 @@ def _project_lock(project: Project) -> Iterator[None]:
 
 
 def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> Any:
-    return Vote.objects.filter(
-        sample__project=project,
-        sample__split=split,
-        sample__is_seed=False,
-        sample__status=SampleStatus.ACTIVE,
-        round=Vote.FORMAL_ROUND,
-        criterion_id__in=[c.pk for c in criteria],
-    ).order_by()
+    """Formal votes of the sample's current slot holders.
+
+    When a slot is released, reassigned or reclaimed after its lease expired, the earlier
+    holder's votes stay stored (history) but no longer count: a label is made from the votes of
+    the annotators who hold the sample's slots now, so never from more than k people. Samples
+    without any slot rows (data created outside the import) count every formal vote.
+    """
+    holder = Slot.objects.filter(sample=OuterRef("sample_id"), annotator=OuterRef("annotator_id"))
+    any_slot = Slot.objects.filter(sample=OuterRef("sample_id"))
+    return (
+        Vote.objects.filter(
+            sample__project=project,
+            sample__split=split,
+            sample__is_seed=False,
+            sample__status=SampleStatus.ACTIVE,
+            round=Vote.FORMAL_ROUND,
+            criterion_id__in=[c.pk for c in criteria],
+        )
+        .filter(Exists(holder) | ~Exists(any_slot))
+        .order_by()
+    )
 
 
 def _load_votes(
