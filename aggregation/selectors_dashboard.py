@@ -15,7 +15,7 @@ from datetime import datetime, time
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Count, FloatField, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import (
@@ -39,14 +39,6 @@ STATISTICS = (
     ("fleiss", "Fleiss' κ"),
     ("alpha", "Krippendorff's α"),
 )
-
-
-class Median(Aggregate):
-    """PostgreSQL's exact median (other databases fall back to Python)."""
-
-    function = "PERCENTILE_CONT"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
 
 
 def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, Any]:
@@ -103,44 +95,41 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple]:
         return cursor.fetchall()
 
 
-def _sample_completion(project: Project, today: datetime) -> dict[str, dict[str, Any]]:
-    """Per split, from one pass over the formal votes: vote, tie and today counts, and
-    ``full``: {number of criteria with the full k votes: number of samples with votes}."""
+def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
+    """Per split, {number of criteria with the full k formal votes: number of samples with
+    formal votes}, from one pass over the votes' unique index.
+
+    The per-(sample, criterion) counts need no vote column outside ``vote_unique`` (sample,
+    criterion, annotator, round), so PostgreSQL reads them from that index in sample order,
+    merge-joins the samples and streams the grouping without a hash table or a sort.
+    """
     vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
+    # The split rides along as MIN(s.split) (one value per sample) so that no second join
+    # to the samples is needed once the votes are grouped.
     sql = f"""
-        SELECT split, full_n, COUNT(*), SUM(n), SUM(ties), SUM(recent) FROM (
-            SELECT per_crit.sample_id, per_crit.split,
-                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_n,
-                   SUM(per_crit.n) AS n, SUM(per_crit.ties) AS ties,
-                   SUM(per_crit.recent) AS recent
+        SELECT split, full_n, COUNT(*) FROM (
+            SELECT per_crit.sample_id, MIN(per_crit.split) AS split,
+                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_n
             FROM (
-                SELECT v.sample_id, s.split, v.criterion_id, COUNT(*) AS n,
-                       SUM(CASE WHEN v.choice = %s THEN 1 ELSE 0 END) AS ties,
-                       SUM(CASE WHEN v.created_at >= %s THEN 1 ELSE 0 END) AS recent
+                SELECT v.sample_id, v.criterion_id, MIN(s.split) AS split, COUNT(*) AS n
                 FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
-                WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s AND v.round = %s
-                GROUP BY v.sample_id, s.split, v.criterion_id
+                WHERE v.round = %s AND s.project_id = %s AND s.is_seed = %s AND s.status = %s
+                GROUP BY v.sample_id, v.criterion_id
             ) per_crit
-            GROUP BY per_crit.sample_id, per_crit.split
+            GROUP BY per_crit.sample_id
         ) per_sample
         GROUP BY split, full_n
     """
     params = [
         project.annotators_per_sample,
-        Choice.TIE,
-        connection.ops.adapt_datetimefield_value(today),
+        Vote.FORMAL_ROUND,
         project.pk,
         False,
         SampleStatus.ACTIVE,
-        Vote.FORMAL_ROUND,
     ]
-    out: dict[str, dict[str, Any]] = {}
-    for split, full_n, n, votes, ties, recent in _fetch(sql, params):
-        row = out.setdefault(split, {"full": {}, "done": 0, "ties": 0, "today": 0})
-        row["full"][int(full_n)] = int(n)
-        row["done"] += int(votes)
-        row["ties"] += int(ties)
-        row["today"] += int(recent)
+    out: dict[str, dict[int, int]] = {}
+    for split, full_n, n in _fetch(sql, params):
+        out.setdefault(split, {})[int(full_n)] = int(n)
     return out
 
 
@@ -185,26 +174,80 @@ class Dashboard:
     computed_at: datetime | None
 
 
-def _per_annotator(votes: Any, today: datetime) -> dict[int, dict[str, Any]]:
-    """Formal vote, tie and today counts and the median seconds per vote, per annotator."""
-    counts = {
-        "done": Count("id"),
-        "ties": Count("id", filter=Q(choice=Choice.TIE)),
-        "today": Count("id", filter=Q(created_at__gte=today)),
-    }
+_VOTE_COUNTS = ("done", "ties", "today")
+
+
+def _per_annotator_pg(project: Project, today: datetime) -> dict[int, dict[str, Any]]:
+    """The PostgreSQL form of ``_per_annotator``: grouped by annotator id alone, so the sort
+    that PERCENTILE_CONT needs carries no username, which is joined to the nine-odd rows after."""
+    vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
+    user_t = Vote._meta.get_field("annotator").related_model._meta.db_table
+    columns, params = [], []
+    for value, _ in Split.choices:
+        columns += [
+            f"COUNT(*) FILTER (WHERE s.split = %s) AS done_{value}",
+            f"COUNT(*) FILTER (WHERE s.split = %s AND v.choice = %s) AS ties_{value}",
+            f"COUNT(*) FILTER (WHERE s.split = %s AND v.created_at >= %s) AS today_{value}",
+        ]
+        params += [value, value, Choice.TIE, value, today]
+    sql = f"""
+        SELECT u.username, per_annotator.* FROM (
+            SELECT v.annotator_id, {", ".join(columns)},
+                   PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY v.seconds) AS median
+            FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
+            WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s AND v.round = %s
+            GROUP BY v.annotator_id
+        ) per_annotator JOIN {user_t} u ON u.id = per_annotator.annotator_id
+    """
+    params += [project.pk, False, SampleStatus.ACTIVE, Vote.FORMAL_ROUND]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [col[0] for col in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    out = {}
+    for row in rows:
+        row["annotator__username"] = row.pop("username")
+        out[row["annotator_id"]] = row
+    return out
+
+
+def _per_annotator(project: Project, votes: Any, today: datetime) -> dict[int, dict[str, Any]]:
+    """Formal vote, tie and today counts per split and the median seconds per vote, per
+    annotator, in one grouped pass over the votes (the split totals are their sums)."""
     if connection.vendor == "postgresql":
-        counts["median"] = Median("seconds")
-    rows = {
-        r["annotator_id"]: r
-        for r in votes.values("annotator_id", "annotator__username").annotate(**counts).order_by()
-    }
-    if connection.vendor != "postgresql":
+        rows = _per_annotator_pg(project, today)
+    else:
+        counts: dict[str, Any] = {}
+        for value, _ in Split.choices:
+            in_split = Q(sample__split=value)
+            counts[f"done_{value}"] = Count("id", filter=in_split)
+            counts[f"ties_{value}"] = Count("id", filter=in_split & Q(choice=Choice.TIE))
+            counts[f"today_{value}"] = Count("id", filter=in_split & Q(created_at__gte=today))
+        rows = {
+            r["annotator_id"]: r
+            for r in votes.values("annotator_id", "annotator__username")
+            .annotate(**counts)
+            .order_by()
+        }
         seconds: dict[int, list[float]] = {}
         for annotator_id, value in votes.values_list("annotator_id", "seconds").iterator():
             seconds.setdefault(annotator_id, []).append(value)
         for annotator_id, row in rows.items():
             row["median"] = statistics.median(seconds[annotator_id])
+    for row in rows.values():
+        for key in _VOTE_COUNTS:
+            row[key] = sum(row[f"{key}_{value}"] for value, _ in Split.choices)
     return rows
+
+
+def _split_votes(per_annotator: dict[int, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per split: formal votes, ties and votes cast today, summed over the annotators."""
+    return {
+        value: {
+            key: sum(r[f"{key}_{value}"] for r in per_annotator.values()) for key in _VOTE_COUNTS
+        }
+        for value, _ in Split.choices
+    }
 
 
 def dashboard_figures(*, project: Project) -> Dashboard:
@@ -223,21 +266,23 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     sample_counts = dict(
         formal_samples.values("split").annotate(n=Count("id")).order_by().values_list("split", "n")
     )
-    completion = _sample_completion(project, today)
+    completion = _sample_completion(project)
     votes = Vote.objects.filter(
         sample__project=project,
         sample__is_seed=False,
         sample__status=SampleStatus.ACTIVE,
         round=Vote.FORMAL_ROUND,
     )
+    per_annotator = _per_annotator(project, votes, today)
+    split_votes = _split_votes(per_annotator)
 
     splits: list[dict[str, Any]] = []
     for value, label in Split.choices:
         total = sample_counts.get(value, 0)
         if not total and not n_crit.get(value):
             continue
-        v = completion.get(value, {"full": {}, "done": 0, "ties": 0, "today": 0})
-        full = v["full"]
+        v = split_votes[value]
+        full = completion.get(value, {})
         touched = sum(full.values())
         needed_criteria = n_crit.get(value, 0)
         complete = sum(
@@ -286,7 +331,6 @@ def dashboard_figures(*, project: Project) -> Dashboard:
             "user"
         )
     }
-    per_annotator = _per_annotator(votes, today)
     assigned: dict[int, int] = {}
     slot_rows = (
         Slot.objects.filter(
@@ -383,19 +427,21 @@ def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]
     )
     if not project.export_includes_seeds:
         labels = labels.filter(sample__is_seed=False)
+    # One grouped pass gives both the outcomes per split and the A/B balance per criterion.
     by_outcome: dict[str, dict[str, int]] = {}
-    for r in labels.values("sample__split", "outcome").annotate(n=Count("id")).order_by():
-        by_outcome.setdefault(r["sample__split"], {})[r["outcome"]] = r["n"]
-    balance = {
-        r["criterion_id"]: r
-        for r in labels.filter(outcome__in=Outcome.kept())
-        .values("criterion_id")
-        .annotate(
-            a=Count("id", filter=Q(preference=Choice.A)),
-            b=Count("id", filter=Q(preference=Choice.B)),
-        )
+    balance: dict[int, dict[str, int]] = {}
+    kept_outcomes = {o.value for o in Outcome.kept()}
+    rows = (
+        labels.values("sample__split", "criterion_id", "outcome", "preference")
+        .annotate(n=Count("id"))
         .order_by()
-    }
+    )
+    for r in rows:
+        split_outcomes = by_outcome.setdefault(r["sample__split"], {})
+        split_outcomes[r["outcome"]] = split_outcomes.get(r["outcome"], 0) + r["n"]
+        if r["outcome"] in kept_outcomes and r["preference"] in (Choice.A, Choice.B):
+            side = balance.setdefault(r["criterion_id"], {"a": 0, "b": 0})
+            side["a" if r["preference"] == Choice.A else "b"] += r["n"]
     exportable = dict(
         exportable_labels(project=project)
         .order_by()

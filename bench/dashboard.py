@@ -1,11 +1,14 @@
 """Time the lead's dashboard and review-queue reads on a large project (default 20,000 samples).
 
     DATABASE_URL=postgres://... .venv/bin/python bench/dashboard.py [--samples N] [--keep]
+    DATABASE_URL=postgres://... .venv/bin/python bench/dashboard.py --project SLUG [--repeat R]
 
 Builds N open-ended samples x 5 criteria x 3 formal votes (plus slots and aggregated labels) in
 a fresh project of the database named by DATABASE_URL (use a scratch database), then prints the
 seconds and the number of SQL queries of: the dashboard figures, one review-queue page, the
-queue counts and one item's next / previous. The project is deleted afterwards unless --keep.
+queue counts and one item's next / previous. The project is deleted afterwards unless --keep;
+--project times a project kept by an earlier run instead of building one (the study's design
+size, --samples 100000, takes minutes to build), --repeat times the dashboard R times.
 """
 
 from __future__ import annotations
@@ -131,19 +134,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--project", help="slug of a project kept by an earlier run")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(0)
     start = time.perf_counter()
-    project = build(args.samples, rng)
+    if args.project:
+        project = Project.objects.get(slug=args.project)
+        args.keep = True
+    else:
+        project = build(args.samples, rng)
+    n_samples = Sample.objects.filter(project=project).count()
     n_votes = Vote.objects.filter(sample__project=project).count()
     print(
-        f"built {args.samples:,} samples, {n_votes:,} votes in {time.perf_counter() - start:.1f} s"
-        f" ({connection.vendor})"
+        f"{'reused' if args.project else 'built'} {project.slug}: {n_samples:,} samples,"
+        f" {n_votes:,} votes in {time.perf_counter() - start:.1f} s ({connection.vendor})"
     )
-    middle = review_queue(project=project).values_list("id", flat=True)[args.samples // 4]
+    middle = review_queue(project=project).values_list("id", flat=True)[n_samples // 4]
     filters = QueueFilters(disagreements=True, unreviewed=True)
     try:
-        timed("dashboard figures", lambda: dashboard_figures(project=project))
+        for _ in range(args.repeat):
+            timed("dashboard figures", lambda: dashboard_figures(project=project))
         timed(
             "review queue page 1 (no filter)",
             lambda: review_page(project=project, filters=QueueFilters()),

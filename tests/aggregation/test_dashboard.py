@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from datetime import timedelta
 
 import pytest
@@ -155,6 +156,31 @@ def test_progress_per_annotator(project, data):
     assert (idle["done"], idle["tie_rate"], idle["median_seconds"]) == (0, None, None)
     assert one["agreement"][0]["stat"]["text"] == "0.66"
     assert two["agreement"][0]["stat"]["undefined"] is True
+
+
+def test_votes_in_two_splits_add_up_per_annotator_and_per_split(project, data):
+    """Per-split figures and per-annotator totals come from one grouped pass: they must agree."""
+    a1, a2, _ = data["users"]
+    r1 = project.samples.get(external_id="r1")
+    reasoning = list(Criterion.objects.filter(project=project, split="reasoning").order_by("order"))
+    for c in reasoning:
+        vote(r1, c, a1, "tie" if c == reasoning[0] else "B", seconds=100)
+    vote(r1, reasoning[0], a2, "A", seconds=1)
+    figures = dashboard_figures(project=project)
+    split = next(s for s in figures.splits if s["split"] == "reasoning")
+    n = len(reasoning) + 1
+    assert (split["votes_done"], split["ties"], split["votes_today"]) == (n, 1, n)
+    assert (split["complete"], split["in_progress"], split["untouched"]) == (0, 1, 0)
+    open_ended = next(s for s in figures.splits if s["split"] == "open_ended")
+    assert (open_ended["votes_done"], open_ended["ties"]) == (17, 3)
+    assert figures.totals["votes_done"] == 17 + len(reasoning) + 1
+    one, two = by_user(figures, a1), by_user(figures, a2)
+    assert (one["done"], one["ties"]) == (7 + len(reasoning), 2)
+    # a1's seconds: 10..70 on open-ended plus 100 per reasoning criterion.
+    assert one["median_seconds"] == pytest.approx(
+        statistics.median([10, 20, 30, 40, 50, 60, 70] + [100] * len(reasoning))
+    )
+    assert (two["done"], two["median_seconds"]) == (6, pytest.approx(5))
 
 
 def test_results(project, data):
