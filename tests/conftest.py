@@ -21,6 +21,12 @@ def _celery_eager():
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Test users need no strong hashing; it would dominate the suite's time otherwise."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _media_root(tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
 

@@ -7,9 +7,8 @@ from html import escape
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
-from django.utils import timezone
 
-from aggregation.models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from aggregation.models import Outcome, ReviewDecision, SampleReview
 from aggregation.selectors_review import exportable_labels
 from aggregation.services.review import (
     review_decide,
@@ -17,22 +16,8 @@ from aggregation.services.review import (
     sample_unmark_reviewed,
 )
 from annotation.models import Criterion, Vote
+from tests.aggregation.labels import label
 from tests.conftest import make_sample
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def label(sample, criterion, outcome=Outcome.KEPT_UNANIMOUS, preference="A"):
-    return CriterionLabel.objects.create(
-        sample=sample,
-        criterion=criterion,
-        outcome=outcome,
-        preference=preference if outcome in Outcome.kept() else "",
-        computed_at=timezone.now(),
-    )
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from aggregation.models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from aggregation.models import Outcome, ReviewDecision, SampleReview
 from aggregation.selectors_review_queue import (
     QueueFilters,
     review_counts,
@@ -17,22 +17,8 @@ from aggregation.selectors_review_queue import (
     review_queue,
 )
 from annotation.models import Criterion, ProblemReport
+from tests.aggregation.labels import label
 from tests.conftest import make_sample
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def label(sample, criterion, outcome=Outcome.KEPT_UNANIMOUS, preference="A"):
-    return CriterionLabel.objects.create(
-        sample=sample,
-        criterion=criterion,
-        outcome=outcome,
-        preference=preference if outcome in Outcome.kept() else "",
-        computed_at=timezone.now(),
-    )
 
 
 @pytest.fixture

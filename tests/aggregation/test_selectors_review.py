@@ -1,24 +1,12 @@
 """The latest review decision counts, per label and per sample; nothing is deleted."""
 
 import pytest
-from django.utils import timezone
 
-from aggregation.models import CriterionLabel, Outcome, ReviewDecision
+from aggregation.models import Outcome, ReviewDecision
 from aggregation.selectors_review import exportable_labels
 from annotation.models import Criterion
+from tests.aggregation.labels import label
 from tests.conftest import make_sample
-
-
-def label(sample, criterion, outcome=Outcome.KEPT_UNANIMOUS, preference="A"):
-    if outcome not in Outcome.kept():
-        preference = ""
-    return CriterionLabel.objects.create(
-        sample=sample,
-        criterion=criterion,
-        outcome=outcome,
-        preference=preference,
-        computed_at=timezone.now(),
-    )
 
 
 @pytest.fixture
