@@ -31,8 +31,8 @@ from annotation.models import (
     Vote,
 )
 
-from .models import AgreementSnapshot, CriterionLabel, Outcome
-from .selectors_review import exportable_labels
+from .models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
+from .selectors_review import labels_with_review_state
 
 STATISTICS = (
     ("cohen", "Cohen's κ (mean pairwise)"),
@@ -442,8 +442,20 @@ def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]
         if r["outcome"] in kept_outcomes and r["preference"] in (Choice.A, Choice.B):
             side = balance.setdefault(r["criterion_id"], {"a": 0, "b": 0})
             side["a" if r["preference"] == Choice.A else "b"] += r["n"]
-    exportable = dict(
-        exportable_labels(project=project)
+    # Exportable = kept minus what review discarded. Only labels of reviewed samples can be
+    # discarded, so the latest-decision subqueries run for those alone, not for every label.
+    reviewed = labels_with_review_state(project=project).filter(
+        outcome__in=Outcome.kept(),
+        sample__status=SampleStatus.ACTIVE,
+        sample_id__in=ReviewDecision.objects.filter(sample__project=project).values("sample_id"),
+    )
+    if not project.export_includes_seeds:
+        reviewed = reviewed.filter(sample__is_seed=False)
+    discarded = dict(
+        reviewed.filter(
+            Q(label_action=ReviewDecision.Action.DISCARD)
+            | Q(sample_action=ReviewDecision.Action.DISCARD)
+        )
         .order_by()
         .values("sample__split")
         .annotate(n=Count("id"))
@@ -487,8 +499,8 @@ def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]
                     }
                     for o in Outcome
                 ],
-                "exportable": exportable.get(value, 0),
-                "discarded_in_review": kept - exportable.get(value, 0),
+                "exportable": kept - discarded.get(value, 0),
+                "discarded_in_review": discarded.get(value, 0),
                 "samples_labelled": samples["labelled"],
                 "samples_kept": samples["kept"],
                 "samples_dropped": samples["labelled"] - samples["kept"],

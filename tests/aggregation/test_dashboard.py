@@ -206,6 +206,27 @@ def test_results(project, data):
     assert balance[crits[2].key] == (0, 0, None)
 
 
+def test_exportable_matches_the_export_through_sample_discards_and_reversals(project, data, lead):
+    """Exportable = kept minus review discards; it must agree with the export's selector."""
+    from aggregation.selectors_review import exportable_labels
+
+    s1, s2, _ = data["samples"]
+    crits = data["crits"]
+    # s1 discarded as a whole (2 kept labels go); s2's label discard is then reversed.
+    ReviewDecision.objects.create(sample=s1, action="discard", reason="other", author=lead)
+    ReviewDecision.objects.create(sample=s2, criterion=crits[1], action="keep", author=lead)
+    (res,) = dashboard_figures(project=project).results
+    assert (res["kept"], res["exportable"], res["discarded_in_review"]) == (4, 2, 2)
+    assert res["exportable"] == exportable_labels(project=project).count()
+    # A later sample-level keep restores s1; seeds count once the project exports them.
+    ReviewDecision.objects.create(sample=s1, action="keep", author=lead)
+    project.export_includes_seeds = True
+    project.save(update_fields=["export_includes_seeds"])
+    (res,) = dashboard_figures(project=project).results
+    assert (res["kept"], res["exportable"], res["discarded_in_review"]) == (5, 5, 0)
+    assert res["exportable"] == exportable_labels(project=project).count()
+
+
 def test_agreement_rows_keep_undefined_as_na(project, data):
     figures = dashboard_figures(project=project)
     (row,) = figures.agreement
