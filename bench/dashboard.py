@@ -127,7 +127,7 @@ def timed(label: str, fn) -> None:
     print(f"{label:<34} {seconds:8.3f} s  {len(ctx.captured_queries):3d} queries")
     slowest = sorted(ctx.captured_queries, key=lambda q: -float(q["time"]))[:3]
     for query in slowest:
-        print(f"    {float(query['time']):7.3f} s  {query['sql'][:90]}")
+        print(f"    {float(query['time']):7.3f} s  {' '.join(query['sql'].split())[:90]}")
 
 
 def main() -> None:
