@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from ..models.choices import Split
 from ..rendering import render_markdown
 
 register = template.Library()
@@ -23,3 +24,26 @@ def percent(part: int | float | None, whole: int | float | None) -> int:
     if not whole or part is None:
         return 0
     return max(0, min(100, round(100 * part / whole)))
+
+
+_SPLIT_LABELS = dict(Split.choices)
+
+
+@register.filter
+def split_label(value: str | None) -> str:
+    """Human name of a split key ("open_ended" -> "Open-ended"); unknown keys pass through."""
+    return _SPLIT_LABELS.get(value or "", value or "")
+
+
+@register.filter
+def truncate_math(text: str | None, length: int) -> str:
+    """Shorten text to about length characters without cutting a $...$ formula in half."""
+    text = " ".join((text or "").split())
+    if len(text) <= length:
+        return text
+    head = text[: length - 1]
+    # An odd number of unescaped dollars means the cut fell inside a formula: cut before it.
+    dollars = [i for i, ch in enumerate(head) if ch == "$" and (i == 0 or head[i - 1] != "\\")]
+    if len(dollars) % 2:
+        head = head[: dollars[-1]]
+    return head.rstrip() + "…"
