@@ -266,14 +266,16 @@ def test_openapi_schema_lists_the_dataset_endpoints(built, lead, client):
     assert b"cdn." not in docs.content  # the UI is served locally, nothing downloads
 
 
-def test_stored_paths_are_unguessable_and_never_shown(built, lead_key, client, annotators):
+def test_stored_paths_are_unguessable_and_never_shown(built, lead_key, client, annotators, lead):
     record = built.files.get(kind="parquet")
     folder = record.file.name.split("/")[2]
     assert folder.startswith("v1-") and len(folder) == len("v1-") + 16
     body = api(lead_key).get(f"{BASE}/1/").content.decode()
     assert folder not in body
+    guessed = f"/media/versions/{built.project_id}/v1/test-project-v1.parquet"
+    # Export files are for leads only; even a lead cannot reach them by a guessed path.
     client.force_login(annotators[0])
-    assert (
-        client.get(f"/media/versions/{built.project_id}/v1/test-project-v1.parquet").status_code
-        == 404
-    )
+    assert client.get(guessed).status_code == 403
+    assert client.get(f"/media/{record.file.name}").status_code == 403
+    client.force_login(lead)
+    assert client.get(guessed).status_code == 404
