@@ -248,6 +248,10 @@ document.addEventListener("toast", function () {
   if (!box) return;
   const toasts = box.querySelectorAll(".toast");
   toasts.forEach(function (toast, i) { if (i < toasts.length - 1) toast.remove(); });
+  // Sit just above the decision footer while it is on screen, else at the bottom edge.
+  const footer = document.querySelector(".decide");
+  const gap = footer ? window.innerHeight - footer.getBoundingClientRect().top + 12 : 16;
+  box.style.setProperty("--toast-bottom", Math.max(16, gap) + "px");
 });
 document.addEventListener("animationend", function (event) {
   if (event.target.classList && event.target.classList.contains("toast")) event.target.remove();
