@@ -2,10 +2,11 @@
 
 Model responses are untrusted text: they are rendered with Markdown (fenced code, tables) and
 then sanitised with nh3, so no script, event handler or ``javascript:`` URL reaches the page.
-Math is cut out before Markdown runs and put back verbatim (HTML-escaped) afterwards, because
+Math is cut out before Markdown runs and put back (HTML-escaped) afterwards, because
 Markdown would otherwise eat the backslashes of ``\\(`` and turn ``a_1 b_2`` into emphasis; the
 page renders it with KaTeX's auto-render on the client. Code (fenced or inline) is never searched
-for math, so a ``$`` inside code stays code.
+for math, so a ``$`` inside code stays code. Inline ``$...$`` is put back as ``\\(...\\)`` so the
+page's KaTeX needs no single-dollar delimiter and a stray dollar in prose is never math.
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ def _protect(text: str) -> tuple[str, dict[str, str]]:
 
     def stash(match: re.Match[str]) -> str:
         token = f"MATHX{salt}N{len(spans)}X"
-        spans[token] = match.group(0)
+        source = match.group(0)
+        if match.lastgroup == "d":
+            # Inline $...$ becomes \(...\): the page's KaTeX then needs no single-dollar
+            # delimiter, so a dollar the rule above left as prose ("48 M$ ... 11 M$") stays prose.
+            source = "\\(" + source[1:-1] + "\\)"
+        spans[token] = source
         return token
 
     pieces: list[str] = []

@@ -23,7 +23,6 @@
           { left: "$$", right: "$$", display: true },
           { left: "\\[", right: "\\]", display: true },
           { left: "\\(", right: "\\)", display: false },
-          { left: "$", right: "$", display: false },
         ],
         ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code", "option"],
         throwOnError: false,

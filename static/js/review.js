@@ -73,7 +73,7 @@
       window.renderMathInElement(el, {
         delimiters: [
           { left: "$$", right: "$$", display: true }, { left: "\\[", right: "\\]", display: true },
-          { left: "\\(", right: "\\)", display: false }, { left: "$", right: "$", display: false },
+          { left: "\\(", right: "\\)", display: false },
         ],
         throwOnError: false,
       });

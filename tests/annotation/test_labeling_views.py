@@ -146,7 +146,7 @@ def test_full_page_shows_one_calibration_item(client, project, member, seed):
     body = response.content.decode()
     assert body.startswith("<!doctype html>")
     assert "<em>table</em>" in body
-    assert "$x_1$" in body  # math left intact for KaTeX
+    assert "\\(x_1\\)" in body  # math left intact for KaTeX
     assert "<script>alert" not in body
     assert "<strong>bold</strong>" in body
     assert "calibration · round 1" in body

@@ -55,11 +55,17 @@ def test_iframes_and_styles_are_removed():
     assert "text" in html
 
 
-def test_inline_dollar_math_is_kept_verbatim():
+def test_inline_dollar_math_is_kept_and_marked_for_katex():
     html = render_markdown("The area is $a_1 * b_2$ units.")
-    # Markdown would turn the underscores and star into emphasis; they must stay as written.
-    assert "$a_1 * b_2$" in html
+    # Markdown would turn the underscores and star into emphasis; they must stay as written,
+    # inside the \( \) delimiters the page's KaTeX renders.
+    assert "\\(a_1 * b_2\\)" in html
     assert "<em>" not in html
+
+
+def test_dollars_that_are_not_math_stay_prose():
+    html = render_markdown("Revenue 48 M$ against 11 M$; it costs $5 and $10.")
+    assert html == "<p>Revenue 48 M$ against 11 M$; it costs $5 and $10.</p>"
 
 
 def test_display_dollar_math_is_kept_verbatim():
@@ -75,8 +81,8 @@ def test_backslash_delimiters_keep_their_backslashes():
 
 def test_math_with_angle_brackets_is_escaped_not_dropped():
     html = render_markdown("If $a<b$ and $c>d$ then \\(x<y\\).")
-    assert "$a&lt;b$" in html
-    assert "$c&gt;d$" in html
+    assert "\\(a&lt;b\\)" in html
+    assert "\\(c&gt;d\\)" in html
     assert "\\(x&lt;y\\)" in html
 
 
@@ -108,7 +114,7 @@ def test_inline_code_is_preserved():
 def test_tables_render():
     html = render_markdown("| step | value |\n|---|---|\n| 1 | $x_1$ |\n")
     assert "<table>" in html
-    assert "<td>$x_1$</td>" in html
+    assert "<td>\\(x_1\\)</td>" in html
 
 
 def test_lists_and_emphasis_render():
