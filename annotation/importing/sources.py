@@ -7,6 +7,7 @@ read.
 
 from __future__ import annotations
 
+import abc
 import json
 import posixpath
 import re
@@ -40,17 +41,19 @@ def unsafe_path(name: str) -> str | None:
     return None
 
 
-class ImportSource:
+class ImportSource(abc.ABC):
     """A data file (re-openable for the two passes) and the images beside it."""
 
     kind: str  # "jsonl" | "parquet"
     name: str
 
+    @abc.abstractmethod
     def open_data(self) -> IO[bytes]:
-        raise NotImplementedError
+        """Open the data file from its start."""
 
+    @abc.abstractmethod
     def _read(self, relative: str) -> bytes:
-        raise NotImplementedError
+        """The bytes of an image named relative to the data file."""
 
     def read_image(self, ref: str) -> bytes:
         reason = unsafe_path(ref)
