@@ -19,7 +19,7 @@ from annotation.demo.build import (
     demo_summary,
 )
 from annotation.demo.content import demo_samples
-from annotation.models import Project, ReferenceLabel, Sample, Slot, Vote
+from annotation.models import Job, Project, ReferenceLabel, Sample, Slot, Vote
 from annotation.permissions import is_annotator, is_lead
 
 pytestmark = pytest.mark.django_db
@@ -69,6 +69,8 @@ def test_builder_counts_and_second_run_changes_nothing(capsys):
     labels = list(CriterionLabel.objects.order_by("pk").values_list("pk", "outcome", "preference"))
     assert len(labels) > 0
     assert AgreementSnapshot.objects.filter(project=project).count() == 2
+    job = Job.objects.get(project=project, kind="aggregate")
+    assert job.status == "succeeded" and job.result["summary"] in out
     call_command("demo_setup")
     second = capsys.readouterr().out
     assert "60 unchanged" in second and "aggregated" not in second
