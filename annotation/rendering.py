@@ -45,9 +45,10 @@ _MATH = re.compile(
     r"(?P<dd>\$\$.+?\$\$)"
     r"|(?P<bracket>\\\[.+?\\\])"
     r"|(?P<paren>\\\(.+?\\\))"
-    # Inline $...$: not empty, no space just inside the dollars, no digit right after the closing
-    # one, so "costs $5 and $10" stays prose.
-    r"|(?P<d>(?<![\\$])\$(?=\S)(?:[^$\n\\]|\\.)+?(?<=\S)\$(?![$\d]))",
+    # Inline $...$: not empty, no space just inside the dollars, no letter or digit right before
+    # the opening one or right after the closing one, so "costs $5 and $10" and "48 M$, while
+    # 11 M$" stay prose.
+    r"|(?P<d>(?<![\\$\w])\$(?=\S)(?:[^$\n\\]|\\.)+?(?<=\S)\$(?![$\w]))",
     re.DOTALL,
 )
 

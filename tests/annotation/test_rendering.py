@@ -66,6 +66,9 @@ def test_inline_dollar_math_is_kept_and_marked_for_katex():
 def test_dollars_that_are_not_math_stay_prose():
     html = render_markdown("Revenue 48 M$ against 11 M$; it costs $5 and $10.")
     assert html == "<p>Revenue 48 M$ against 11 M$; it costs $5 and $10.</p>"
+    text = "South leads at 48 M$, while West trails at 11 M$, a gap of 37 M$."
+    assert render_markdown(text) == f"<p>{text}</p>"
+    assert render_markdown("Let $x$-axis and ($y$).") == "<p>Let \\(x\\)-axis and (\\(y\\)).</p>"
 
 
 def test_display_dollar_math_is_kept_verbatim():
