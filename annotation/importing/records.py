@@ -57,17 +57,7 @@ class SampleRecord:
     def content_hash(self, image_sha256: str) -> str:
         """SHA-256 of everything the import stores, so an unchanged sample is recognised."""
         payload = {
-            "split": self.split,
-            "question": self.question,
-            "response_a": self.response_a,
-            "response_b": self.response_b,
-            "model_a": self.model_a,
-            "model_b": self.model_b,
-            "source": self.source,
-            "pair_type": self.pair_type,
-            "is_seed": self.is_seed,
-            "reference_answer": self.reference_answer,
-            "metadata": self.metadata,
+            **self.model_fields(),
             "references": dict(sorted(self.references.items())),
             "image": image_sha256,
         }
