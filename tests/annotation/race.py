@@ -15,9 +15,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from annotation.models import Project, ProjectMember, Sample, Slot, Vote
+from annotation.models import Project, ProjectMember, Slot, Vote
 from annotation.services import work
 from annotation.services.projects import project_create
+from tests.annotation.work_data import make_formal
 
 RATIONALE = "Raced rationale, long enough."
 
@@ -29,20 +30,7 @@ def race_setup(*, racers: int, samples: int, batch_size: int = 2, k: int = 3) ->
     )
     project.annotators_per_sample = k
     project.save()
-    Sample.objects.bulk_create(
-        [
-            Sample(
-                project=project,
-                external_id=f"r-{i:05d}",
-                split="open_ended",
-                question="q?",
-                response_a="a",
-                response_b="b",
-            )
-            for i in range(samples)
-        ]
-    )
-    work.slots_ensure(project=project)
+    make_formal(project, samples, prefix="r")
     now = timezone.now()
     User.objects.bulk_create([User(username=f"{project.slug}-u{i:03d}") for i in range(racers)])
     users = list(User.objects.filter(username__startswith=f"{project.slug}-u").order_by("id"))

@@ -13,13 +13,12 @@ from django.utils.html import escape
 from annotation.models import (
     Criterion,
     ProblemReport,
-    ProjectMember,
     Sample,
     Vote,
     VoteRevision,
 )
-from annotation.services import work
 from annotation.services.projects import member_add, project_create
+from tests.annotation import work_data
 from tests.conftest import make_sample, make_user
 
 pytestmark = pytest.mark.django_db
@@ -29,31 +28,11 @@ GOOD = "Response A names the three lamps; B stays generic."
 
 
 def make_formal(project, n: int, prefix: str = "s") -> list[Sample]:
-    """Formal samples with their pre-created slots, as an import leaves them."""
-    samples = Sample.objects.bulk_create(
-        [
-            Sample(
-                project=project,
-                external_id=f"{prefix}-{i:06d}",
-                split="open_ended",
-                question=f"Formal question {prefix} {i}?",
-                response_a=f"left text {i}",
-                response_b=f"right text {i}",
-                model_a="model-x",
-                model_b="model-y",
-            )
-            for i in range(n)
-        ]
-    )
-    if not samples[0].pk:  # backends without RETURNING
-        samples = list(Sample.objects.filter(project=project, external_id__startswith=prefix))
-    work.slots_ensure(project=project)
-    return samples
+    """Formal samples with slots and model names (which the screen must never show)."""
+    return work_data.make_formal(project, n, prefix=prefix, model_a="model-x", model_b="model-y")
 
 
-def calibrate(project, user, lead):
-    member = ProjectMember.objects.get(project=project, user=user)
-    work.calibration_mark(project=project, member=member, by=lead)
+calibrate = work_data.calibrate
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from django.utils import timezone
 from annotation.models import Project, ProjectMember, Sample
 from annotation.services import work
 from annotation.services.projects import project_create
+from tests.annotation.work_data import bulk_samples
 
 BUDGET = 10
 LOOPS = 25  # crosses a batch boundary: 10 samples x 5 criteria = 50 items; start at item 40
@@ -29,20 +30,7 @@ pytestmark = [
 
 def build(n: int, slug: str) -> Project:
     project = project_create(name=slug, slug=slug)
-    Sample.objects.bulk_create(
-        (
-            Sample(
-                project=project,
-                external_id=f"q-{i:06d}",
-                split="open_ended",
-                question="Which lamp is on?",
-                response_a="left",
-                response_b="right",
-            )
-            for i in range(n)
-        ),
-        batch_size=10_000,
-    )
+    bulk_samples(project, n, prefix="q")
     with connection.cursor() as cursor:  # all k slots per sample at INSERT ... SELECT speed
         cursor.execute(
             "INSERT INTO annotation_slot (sample_id, index, swap_ab)"

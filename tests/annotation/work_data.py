@@ -8,9 +8,11 @@ from annotation.services import work
 GOOD = "A rationale that is long enough."
 
 
-def make_formal(project, n: int, *, prefix: str = "f", split: str = "open_ended") -> list[Sample]:
-    """Formal samples with their k pre-created slots, as an import leaves them."""
-    rows = [
+def bulk_samples(
+    project, n: int, *, prefix: str = "f", split: str = "open_ended", **fields
+) -> None:
+    """``n`` formal samples written with bulk_create (no slots); ``fields`` override defaults."""
+    rows = (
         Sample(
             project=project,
             external_id=f"{prefix}-{i:06d}",
@@ -18,10 +20,18 @@ def make_formal(project, n: int, *, prefix: str = "f", split: str = "open_ended"
             question=f"Question {prefix} {i}?",
             response_a=f"left {i}",
             response_b=f"right {i}",
+            **fields,
         )
         for i in range(n)
-    ]
-    Sample.objects.bulk_create(rows, batch_size=5000)
+    )
+    Sample.objects.bulk_create(rows, batch_size=10_000)
+
+
+def make_formal(
+    project, n: int, *, prefix: str = "f", split: str = "open_ended", **fields
+) -> list[Sample]:
+    """Formal samples with their k pre-created slots, as an import leaves them."""
+    bulk_samples(project, n, prefix=prefix, split=split, **fields)
     work.slots_ensure(project=project)
     return list(
         Sample.objects.filter(project=project, external_id__startswith=f"{prefix}-").order_by("id")
