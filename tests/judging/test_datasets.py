@@ -9,9 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from aggregation.models import DatasetRow, DatasetVersion
+from aggregation.models import DatasetVersion
 from judging.datasets import load_rows_file, resolve_dataset, rows_from_version
 from judging.errors import DatasetFileError
+from tests.judging.web_data import version_from_records
 
 DATA = Path(__file__).parent / "data"
 
@@ -146,22 +147,12 @@ def test_bad_json_and_empty_files(tmp_path):
 
 
 def make_version(project, *, status=DatasetVersion.Status.READY, number=1) -> DatasetVersion:
-    version = DatasetVersion.objects.create(project=project, number=number, status=status)
-    for record in (
+    records = (
         row("s1", "completeness"),
         row("s1", "clarity", "model_b"),
         {**row("s2", "logic"), "split": "reasoning"},
-    ):
-        DatasetRow.objects.create(
-            version=version,
-            question_id=record["question_id"],
-            prompt_id=record["prompt_id"],
-            split=record["split"],
-            criterion=record["criterion"],
-            preference=record["preference"],
-            data=record,
-        )
-    return version
+    )
+    return version_from_records(project, records, number=number, status=status)
 
 
 @pytest.mark.django_db

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from aggregation.models import DatasetRow, DatasetVersion
+from aggregation.models import DatasetVersion
+from tests.judging.web_data import version_from_records
 
 DATA = Path(__file__).parent / "data"
 ROWS = str(DATA / "rows.jsonl")
@@ -166,20 +167,8 @@ def test_tos_and_cmr_show_na_without_conflicts(tmp_path):
 
 
 def make_version(project) -> DatasetVersion:
-    version = DatasetVersion.objects.create(
-        project=project, number=2, status=DatasetVersion.Status.READY
-    )
-    for record in map(json.loads, (DATA / "rows.jsonl").read_text().splitlines()):
-        DatasetRow.objects.create(
-            version=version,
-            question_id=record["question_id"],
-            prompt_id=record["prompt_id"],
-            split=record["split"],
-            criterion=record["criterion"],
-            preference=record["preference"],
-            data=record,
-        )
-    return version
+    records = map(json.loads, (DATA / "rows.jsonl").read_text().splitlines())
+    return version_from_records(project, records, number=2)
 
 
 @pytest.mark.django_db

@@ -75,6 +75,40 @@ def qid(prompt_id: str, criterion: str) -> str:
     return f"{prompt_id}__{criterion}"
 
 
+def version_from_records(
+    project: Project,
+    records: Iterable[Mapping],
+    *,
+    number: int = 1,
+    status: str = DatasetVersion.Status.READY,
+) -> DatasetVersion:
+    """A dataset version whose DatasetRow rows hold the given full exported rows."""
+    records = list(records)
+    # Rows go in while the version is building: a ready version is frozen.
+    version = DatasetVersion.objects.create(
+        project=project,
+        number=number,
+        status=DatasetVersion.Status.BUILDING,
+        row_count=len(records),
+    )
+    DatasetRow.objects.bulk_create(
+        DatasetRow(
+            version=version,
+            question_id=record["question_id"],
+            prompt_id=record["prompt_id"],
+            split=record["split"],
+            criterion=record["criterion"],
+            preference=record["preference"],
+            data=dict(record),
+        )
+        for record in records
+    )
+    if status != version.status:
+        DatasetVersion.objects.filter(pk=version.pk).update(status=status)
+        version.status = status
+    return version
+
+
 def make_version(
     project: Project,
     rows: Iterable[tuple[str, str, str, str]] = HAND_ROWS,
@@ -82,40 +116,24 @@ def make_version(
     number: int = 1,
     status: str = DatasetVersion.Status.READY,
 ) -> DatasetVersion:
-    """A dataset version with DatasetRow rows holding the full exported row."""
-    rows = list(rows)
-    # Rows go in while the version is building: a ready version is frozen.
-    version = DatasetVersion.objects.create(
-        project=project, number=number, status=DatasetVersion.Status.BUILDING, row_count=len(rows)
-    )
-    DatasetRow.objects.bulk_create(
-        DatasetRow(
-            version=version,
-            question_id=qid(prompt, criterion),
-            prompt_id=prompt,
-            split=split,
-            criterion=criterion,
-            preference=preference,
-            data={
-                "question_id": qid(prompt, criterion),
-                "prompt_id": prompt,
-                "split": split,
-                "criterion": criterion,
-                "question": f"What does image {prompt} show?",
-                "image_path": f"images/{prompt}.png",
-                "pred_a": "Response one.",
-                "pred_b": "Response two.",
-                "model_a": "model-x",
-                "model_b": "model-y",
-                "preference": preference,
-            },
-        )
+    """A dataset version built from (prompt, split, criterion, preference) tuples."""
+    records = (
+        {
+            "question_id": qid(prompt, criterion),
+            "prompt_id": prompt,
+            "split": split,
+            "criterion": criterion,
+            "question": f"What does image {prompt} show?",
+            "image_path": f"images/{prompt}.png",
+            "pred_a": "Response one.",
+            "pred_b": "Response two.",
+            "model_a": "model-x",
+            "model_b": "model-y",
+            "preference": preference,
+        }
         for prompt, split, criterion, preference in rows
     )
-    if status != version.status:
-        DatasetVersion.objects.filter(pk=version.pk).update(status=status)
-        version.status = status
-    return version
+    return version_from_records(project, records, number=number, status=status)
 
 
 def jsonl(lines: Iterable[Mapping]) -> bytes:
