@@ -1,6 +1,7 @@
 """Dataset rows for scoring: the published Multi-Crit row format (JSONL/Parquet) or a version.
 
-A row needs ``prompt_id``, ``split`` (``open_ended`` or ``reasoning``), ``criterion`` and
+A row needs ``prompt_id``, ``split`` (``open_ended`` or ``reasoning``, in any spelling
+``annotation.splits.split_key`` accepts: ``openEnded``, ``open-ended``, ...), ``criterion`` and
 ``preference`` (``model_a`` or ``model_b``); ``question_id`` is optional and defaults to
 ``<prompt_id>__<criterion>``. Other fields (question, responses, image) are not needed to score and
 are not read from Parquet, so the embedded images are never loaded.
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from annotation.splits import split_key
 from judging.errors import DatasetFileError
 from judging.metrics import MODEL_A, MODEL_B, SPLIT_ORDER, ScoreInput
 
@@ -45,6 +47,7 @@ def rows_from_records(records: Any, *, source: str = "") -> ScoreInput:
         if not isinstance(record, dict):
             raise DatasetFileError("a row must be a JSON object", line=line)
         values = {f: _text(record.get(f), line=line, field=f) for f in REQUIRED}
+        values["split"] = split_key(values["split"]) or values["split"]
         if values["split"] not in SPLIT_ORDER:
             raise DatasetFileError(
                 f"unknown split {values['split']!r} (expected one of {', '.join(SPLIT_ORDER)})",
@@ -139,6 +142,48 @@ def load_rows_file(path: str | Path) -> ScoreInput:
     raise DatasetFileError(f"{path.name}: expected a .jsonl or .parquet file")
 
 
+def load_rows_files(paths: list[str | Path]) -> ScoreInput:
+    """Rows of several dataset files (per-split or per-shard files of one release) as one set.
+
+    Checked together: a question id or (prompt, criterion) in two files is an error naming the
+    file and line of both.
+    """
+    records = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise DatasetFileError(f"no such file: {path}")
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            reader = _parquet_records(path)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
+            reader = _jsonl_records(path)
+        else:
+            raise DatasetFileError(f"{path.name}: expected a .jsonl or .parquet file")
+        records.append((path.name, reader))
+
+    def chained():
+        for name, reader in records:
+            for line, record in reader:
+                yield _Located(name, line), record
+
+    return rows_from_records(chained(), source=", ".join(name for name, _ in records))
+
+
+class _Located(int):
+    """A line number that prints with its file name (for the messages of several files)."""
+
+    def __new__(cls, name: str, line: int) -> _Located:
+        obj = super().__new__(cls, line)
+        obj.file = name
+        return obj
+
+    def __str__(self) -> str:
+        return f"{int(self)} of {self.file}"
+
+    __repr__ = __str__
+
+
 def rows_from_version(version: Any) -> ScoreInput:
     """The rows of one of our DatasetVersions (its frozen DatasetRow records)."""
     from aggregation.models import DatasetRow
@@ -158,6 +203,9 @@ def resolve_dataset(spec: str) -> tuple[ScoreInput, str]:
     path = Path(spec)
     if path.is_file():
         return load_rows_file(path), path.name
+    parts = [part.strip() for part in spec.split(",") if part.strip()]
+    if len(parts) > 1:
+        return load_rows_files(parts), ",".join(Path(part).name for part in parts)
     from aggregation.models import DatasetVersion
 
     match = re.fullmatch(r"(?P<slug>[-\w]+):v(?P<number>\d+)", spec.strip())

@@ -229,9 +229,10 @@ def majority_vote(runs: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _pct(num: float, den: float) -> float | None:
+    """``round(100 * mean, 2)`` exactly as the published evaluation rounds (mean first)."""
     if den == 0:
         return None
-    return round(100.0 * float(num) / float(den), 2)
+    return round(100 * (float(num) / float(den)), 2)
 
 
 def _ci(samples: np.ndarray) -> list[float] | None:

@@ -2,9 +2,11 @@
 
 Each line names a dataset row by ``question_id``, or by ``prompt_id`` + ``criterion``, and gives
 either ``prediction`` (``model_a``/``model_b``/``A``/``B``, or a verdict sentence) or the judge's
-raw text in ``output`` (parsed by ``parse_judge_output``); ``run`` (default 1) numbers repeated runs
-of the judge and ``judge`` may name it. A prediction that cannot be read is kept as ``invalid``
-(it counts as wrong) and listed in ``unparsable``.
+raw text in ``output`` or ``critic`` (the field of the official judge outputs), parsed by
+``parse_judge_output`` with the published rule; ``run`` (default 1) numbers repeated runs of the
+judge and ``judge`` may name it. A ``split`` field may use any spelling ``split_key`` accepts.
+A prediction that cannot be read is kept as ``invalid`` (it counts as wrong) and listed in
+``unparsable``.
 
 Errors name the line and field and stop the read: malformed lines always, and unknown ids,
 duplicate rows and rows of another split unless ``lenient=True``, which skips those lines and
@@ -25,11 +27,15 @@ from typing import IO, Any
 
 import numpy as np
 
+from annotation.splits import split_key
 from judging.errors import PredictionsFileError
-from judging.metrics import INVALID_LABEL, ScoreInput
+from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput
 from judging.parsing import parse_judge_output
 
 ProgressFn = Callable[[int, int | None], None]
+#: Fields holding the judge's raw text, in the order they are looked at.
+RAW_FIELDS = ("output", "critic")
+_EXPLICIT = {"model_a": MODEL_A, "model_b": MODEL_B, "a": MODEL_A, "b": MODEL_B}
 _EXCERPT = 200
 _PROGRESS_EVERY = 10_000
 
@@ -161,9 +167,9 @@ def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
         raise PredictionsFileError(
             "the header needs question_id, or prompt_id and criterion", line=1, field="question_id"
         )
-    if "prediction" not in header and "output" not in header:
+    if "prediction" not in header and not set(RAW_FIELDS) & set(header):
         raise PredictionsFileError(
-            "the header needs a prediction or an output column", line=1, field="prediction"
+            "the header needs a prediction, output or critic column", line=1, field="prediction"
         )
     start = reader.line_num + 1
     for cells in reader:
@@ -180,6 +186,18 @@ def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
 
 def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def prediction_label(value: Any, raw: Any) -> str | None:
+    """The label of a line: an explicit ``prediction`` value, else its text or the raw output.
+
+    ``model_a``/``model_b``/``A``/``B`` in ``prediction`` are taken as they are (case and
+    surrounding spaces ignored); any other text goes through the published parsing rule.
+    """
+    if isinstance(value, str) and not _blank(value):
+        explicit = _EXPLICIT.get(value.strip().lower())
+        return explicit if explicit is not None else parse_judge_output(value)
+    return parse_judge_output(raw) if isinstance(raw, str) else None
 
 
 def _run_index(value: Any, line: int) -> int:
@@ -267,7 +285,7 @@ def read_predictions(
                 qid = index.question_id[pos]
             row_split = index.split[pos]
             own_split = record.get("split")
-            if not _blank(own_split) and str(own_split).strip() != row_split:
+            if not _blank(own_split) and split_key(own_split) != row_split:
                 raise PredictionsFileError(
                     f"row {qid!r} is in split {row_split!r}, the line says {own_split!r}",
                     line=line,
@@ -306,15 +324,17 @@ def read_predictions(
                 )
                 continue
 
-            has_prediction = "prediction" in record
-            has_output = "output" in record
-            if not has_prediction and not has_output:
+            raw_field = next((f for f in RAW_FIELDS if f in record), None)
+            if "prediction" not in record and raw_field is None:
                 raise PredictionsFileError(
-                    "a line needs a prediction or an output", line=line, field="prediction"
+                    "a line needs a prediction, an output or a critic field",
+                    line=line,
+                    field="prediction",
                 )
-            value, output = record.get("prediction"), record.get("output")
+            value = record.get("prediction")
+            output = record.get(raw_field) if raw_field is not None else None
             text = value if not _blank(value) else output
-            label = parse_judge_output(text if isinstance(text, str) else None)
+            label = prediction_label(value, output)
             if label is None:
                 label = INVALID_LABEL
                 shown = "" if text is None else str(text)

@@ -36,6 +36,10 @@ def judge_name(path: str | Path, parsed: ParsedPredictions) -> str:
     return parsed.judge or Path(path).name.split(".")[0]
 
 
+MISSING_POLICIES = ("wrong", "skip")
+_SKIPPED_SHOWN = 20
+
+
 def score_judges(
     rows: ScoreInput,
     judges: Sequence[JudgeInput],
@@ -44,8 +48,15 @@ def score_judges(
     split: str | None = None,
     n_boot: int = 1000,
     seed: int = 0,
+    missing: str = "wrong",
 ) -> dict:
-    """Every figure of every judge (runs majority-voted), per split, never pooled."""
+    """Every figure of every judge (runs majority-voted), per split, never pooled.
+
+    ``missing="wrong"`` (the published evaluation's rule) scores a dataset row without any
+    prediction as wrong; ``missing="skip"`` leaves such rows out (a partial run) and names them.
+    """
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}")
     scope = np.ones(len(rows), dtype=bool) if split is None else rows.split == split
     scored = rows if split is None else rows.take(scope)
     splits = scored.splits
@@ -53,16 +64,26 @@ def score_judges(
         "dataset": dataset,
         "splits": {s: {"rows": int((scored.split == s).sum()), "criteria": []} for s in splits},
         "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "prompt"},
+        "missing": missing,
         "judges": {},
     }
     for judge in judges:
         arrays = [a[scope] for a in judge.parsed.run_list()]
-        result = score_runs(scored, arrays, n_boot=n_boot, seed=seed)
+        judge_rows, skipped = scored, {}
+        if missing == "skip":
+            present = ~np.logical_and.reduce([np.equal(a, None) for a in arrays])
+            skipped = {
+                s: scored.question_id[~present & (scored.split == s)].tolist() for s in splits
+            }
+            judge_rows = scored.take(present)
+            arrays = [a[present] for a in arrays]
+        result = score_runs(judge_rows, arrays, n_boot=n_boot, seed=seed)
         entry: dict[str, Any] = {
             "source": judge.source,
             "runs": judge.parsed.run_indices,
             "parse": judge.parsed.stats(),
             "scores": result["vote"],
+            "skipped": skipped,
         }
         if result["n_runs"] > 1:
             entry["per_run"] = {
@@ -71,7 +92,12 @@ def score_judges(
             }
         out["judges"][judge.name] = entry
     for s in splits:
-        keys = {k for j in out["judges"].values() for k in j["scores"][s]["per_criterion"]}
+        keys = {
+            k
+            for j in out["judges"].values()
+            if s in j["scores"]
+            for k in j["scores"][s]["per_criterion"]
+        }
         out["splits"][s]["criteria"] = criteria_in_order(s, sorted(keys))
     return out
 
@@ -86,7 +112,9 @@ def split_table(payload: dict, split: str, *, runs: bool = False) -> tuple[list[
     header = ["Judge", *(h for h, _ in HEADLINE), *criteria]
     body: list[list[str]] = []
 
-    def row(label: str, scores: dict) -> list[str]:
+    def row(label: str, scores: dict | None) -> list[str]:
+        if scores is None:  # every row of the split was skipped (--missing skip)
+            return [label, *("n/a" for _ in header[1:])]
         head = [_cell(scores[key]["value"]) for _, key in HEADLINE]
         per = scores["per_criterion"]
         return [label, *head, *(_cell(per[c]["acc"]) if c in per else "n/a" for c in criteria)]
@@ -94,16 +122,18 @@ def split_table(payload: dict, split: str, *, runs: bool = False) -> tuple[list[
     for name, judge in payload["judges"].items():
         n_runs = len(judge["runs"])
         label = name if n_runs == 1 else f"{name} (vote of {n_runs})"
-        body.append(row(label, judge["scores"][split]))
+        body.append(row(label, judge["scores"].get(split)))
         if runs and n_runs > 1:
             for r, scores in judge["per_run"].items():
-                body.append(row(f"  {name} run {r}", scores[split]))
+                body.append(row(f"  {name} run {r}", scores.get(split)))
     return header, body
 
 
 def _split_title(payload: dict, split: str) -> str:
-    judges = list(payload["judges"].values())
-    counts = judges[0]["scores"][split]["counts"] if judges else {}
+    counts = next(
+        (j["scores"][split]["counts"] for j in payload["judges"].values() if split in j["scores"]),
+        {},
+    )
     return (
         f"{split}: prompts {counts.get('prompts', 0):,} · rows {counts.get('rows', 0):,} · "
         f"prompts with a conflict {counts.get('conflict_prompts', 0):,} · "
@@ -113,14 +143,32 @@ def _split_title(payload: dict, split: str) -> str:
 
 def _notes(payload: dict, split: str) -> list[str]:
     notes = []
+    skip = payload.get("missing") == "skip"
     for name, judge in payload["judges"].items():
-        s = judge["scores"][split]
+        skipped = judge.get("skipped", {}).get(split, [])
+        s = judge["scores"].get(split)
+        if s is None:
+            notes.append(f"{name}: no predictions in this split; all its rows skipped")
+            continue
         c, d = s["counts"], s["diagnostics"]
+        missing = (
+            f"missing {c['missing']}"
+            if skip
+            else f"missing {c['missing']} (counted as wrong; --missing skip leaves them out)"
+        )
         notes.append(
-            f"{name}: invalid {c['invalid']}, missing {c['missing']}; same verdict on every "
+            f"{name}: invalid {c['invalid']}, {missing}; same verdict on every "
             f"criterion in {_cell(d['same_verdict_share'])}% of prompts; predicts A "
             f"{_cell(d['pred_a_share'])}% (humans {_cell(d['human_a_share'])}%)"
         )
+        if skip and skipped:
+            shown = ", ".join(skipped[:_SKIPPED_SHOWN])
+            more = (
+                f" and {len(skipped) - _SKIPPED_SHOWN} more"
+                if len(skipped) > _SKIPPED_SHOWN
+                else ""
+            )
+            notes.append(f"{name}: {len(skipped)} rows without a prediction skipped: {shown}{more}")
     return notes
 
 

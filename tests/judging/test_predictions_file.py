@@ -136,7 +136,7 @@ ERRORS = [
     ),
     ([{"prediction": "A"}], 1, "question_id", "needs question_id, or prompt_id and criterion"),
     ([{"prompt_id": "o1", "prediction": "A"}], 1, "criterion", "needs question_id"),
-    ([{"question_id": "o1__clarity"}], 1, "prediction", "needs a prediction or an output"),
+    ([{"question_id": "o1__clarity"}], 1, "prediction", "needs a prediction, an output or a critic"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": "two"}], 1, "run", "whole number"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": 1.5}], 1, "run", "whole number"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": -1}], 1, "run", "0 or more"),
@@ -221,7 +221,7 @@ def test_bad_json_and_non_object_lines(tmp_path, index):
     [
         ("id,prediction\no1__clarity,A\n", 1, "question_id", "header needs question_id"),
         ("prompt_id,prediction\no1,A\n", 1, "question_id", "header needs question_id"),
-        ("question_id,answer\no1__clarity,A\n", 1, "prediction", "prediction or an output"),
+        ("question_id,answer\no1__clarity,A\n", 1, "prediction", "prediction, output or critic"),
         ("question_id,prediction\no1__clarity,A,extra\n", 2, None, "3 cells for 2 header columns"),
         ("", 1, None, "no header line"),
         ("question_id,prediction,run\n\no1__clarity,A,x\n", 3, "run", "whole number"),

@@ -11,7 +11,14 @@ from judging.datasets import resolve_dataset
 from judging.errors import InputFileError
 from judging.metrics import SPLIT_ORDER
 from judging.predictions import DatasetIndex, read_predictions
-from judging.report import FORMATS, JudgeInput, judge_name, render, score_judges
+from judging.report import (
+    FORMATS,
+    MISSING_POLICIES,
+    JudgeInput,
+    judge_name,
+    render,
+    score_judges,
+)
 
 _LISTED = 10
 
@@ -21,7 +28,8 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
     help = (
         "Score judges on a dataset: DATASET is a file in the published Multi-Crit row format "
-        "(JSONL or Parquet), PROJECT:vN or a dataset version id; one PREDICTIONS file per judge."
+        "(JSONL or Parquet; several shards comma-separated), PROJECT:vN or a dataset version id; "
+        "one PREDICTIONS file per judge (prediction, output or critic field)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -38,6 +46,13 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
         parser.add_argument(
             "--runs", action="store_true", help="Also show a row per run in the tables."
+        )
+        parser.add_argument(
+            "--missing",
+            choices=MISSING_POLICIES,
+            default="wrong",
+            help="Dataset rows without a prediction: count as wrong (default, as the published "
+            "evaluation does) or skip them (a partial run; the skipped rows are named).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -63,6 +78,12 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: judge {name!r} is given twice (one file per judge)")
             judges.append(JudgeInput(name=name, source=path, parsed=parsed))
             self._report_parse(name, parsed)
+            missing = sum(parsed.missing.values())
+            if missing and options["missing"] == "wrong":
+                self.stderr.write(
+                    f"{name}: {missing} dataset rows have no prediction and count as wrong "
+                    "(--missing skip leaves them out)"
+                )
         payload = score_judges(
             rows,
             judges,
@@ -70,6 +91,7 @@ class Command(BaseCommand):
             split=options["split"],
             n_boot=options["n_boot"],
             seed=options["seed"],
+            missing=options["missing"],
         )
         self.stdout.write(render(payload, options["format"], runs=options["runs"]), ending="")
 
