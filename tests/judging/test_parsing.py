@@ -22,7 +22,6 @@ from judging.prompt import (
     template_hash,
 )
 
-
 # The published evaluation's rule: strip, the last three lines (blank lines count), lowercase,
 # the first match of [*]*response (\d+)[*]* is better; 1 -> model_a, 2 -> model_b, else unparsed.
 PUBLISHED_RULE_CASES = [

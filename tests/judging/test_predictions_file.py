@@ -136,7 +136,7 @@ ERRORS = [
     ),
     ([{"prediction": "A"}], 1, "question_id", "needs question_id, or prompt_id and criterion"),
     ([{"prompt_id": "o1", "prediction": "A"}], 1, "criterion", "needs question_id"),
-    ([{"question_id": "o1__clarity"}], 1, "prediction", "needs a prediction, an output or a critic"),
+    ([{"question_id": "o1__clarity"}], 1, "prediction", "an output or a critic"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": "two"}], 1, "run", "whole number"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": 1.5}], 1, "run", "whole number"),
     ([{"question_id": "o1__clarity", "prediction": "A", "run": -1}], 1, "run", "0 or more"),
