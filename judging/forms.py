@@ -8,6 +8,8 @@ from django import forms
 
 from annotation.models import Split
 
+from .prompt import TemplateFileError, template_hash_resolve
+
 ALLOWED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
 
@@ -29,11 +31,17 @@ class PredictionsUploadForm(forms.Form):
         label="Prompt template hash",
         help_text="Optional: identifies the judge prompt the predictions were made with.",
     )
+    template = forms.FileField(
+        required=False,
+        label="Prompt template file",
+        help_text="Optional: the template the judge was prompted with ($question, $response_1, "
+        "... placeholders); its SHA-256 is stored with the run and shown on the leaderboard.",
+    )
     file = forms.FileField(
         label="Predictions file",
         help_text=(
             "JSONL or CSV: question_id + prediction, or prompt_id + criterion + prediction, "
-            "or the raw judge text in output."
+            "or the raw judge text in output or critic (the official judge outputs)."
         ),
     )
     split = forms.ChoiceField(
@@ -56,6 +64,18 @@ class PredictionsUploadForm(forms.Form):
 
     def clean_template_hash(self) -> str:
         return self.cleaned_data["template_hash"].strip()
+
+    def clean(self) -> dict:
+        data = super().clean()
+        try:
+            data["template_hash"] = template_hash_resolve(
+                upload=data.get("template"), given=data.get("template_hash") or ""
+            )
+        except TemplateFileError as exc:
+            self.add_error(
+                "template_hash" if exc.field == "template_hash" else "template", str(exc)
+            )
+        return data
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

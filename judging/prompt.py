@@ -115,6 +115,25 @@ def load_template(path: str | Path | None = None) -> PromptTemplate:
     return template_from_bytes(path.read_bytes(), name=path.name)
 
 
+def template_hash_resolve(*, upload: Any = None, given: str = "") -> str:
+    """The template hash of an upload: the uploaded template file's, else the hash typed in.
+
+    Both given and different is refused, so a run never carries a hash its file contradicts.
+    """
+    given = (given or "").strip()
+    if upload is None:
+        return given
+    if hasattr(upload, "seek"):
+        upload.seek(0)
+    name = Path(str(getattr(upload, "name", "") or "template")).name
+    template = template_from_bytes(upload.read(), name=name)
+    if given and given.lower() != template.sha256:
+        raise TemplateFileError(
+            f"the template file's hash is {template.sha256}, not {given}", field="template_hash"
+        )
+    return template.sha256
+
+
 DEFAULT_TEMPLATE = load_template()
 TEMPLATE_TEXT = DEFAULT_TEMPLATE.text
 

@@ -11,6 +11,7 @@ from annotation.models import Split
 
 from ..metrics import criteria_in_order
 from ..models import JudgeRun, Scorecard
+from ..prompt import TemplateFileError, template_hash_resolve
 
 
 class PredictionsSubmitSerializer(serializers.Serializer):
@@ -30,6 +31,11 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         help_text="Omit for the judge's next run (a file with a `run` column stores several).",
     )
     template_hash = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    template = serializers.FileField(
+        required=False,
+        help_text="The prompt template file the judge was run with (multipart); its SHA-256 "
+        "becomes the run's template_hash. A file with an unknown placeholder is refused.",
+    )
     split = serializers.ChoiceField(
         choices=Split.choices,
         required=False,
@@ -47,7 +53,8 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         required=False,
         allow_empty=False,
         help_text="One object per row, as a line of a JSONL predictions file: `question_id` "
-        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output`), optional "
+        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output` or `critic`), "
+        "optional "
         "`run`. Errors call the n-th object line n.",
     )
     file = serializers.FileField(
@@ -59,6 +66,12 @@ class PredictionsSubmitSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {"predictions": "Send either a predictions list or a file, not both or neither."}
             )
+        try:
+            attrs["template_hash"] = template_hash_resolve(
+                upload=attrs.get("template"), given=attrs.get("template_hash") or ""
+            )
+        except TemplateFileError as exc:
+            raise serializers.ValidationError({exc.field or "template": str(exc)}) from None
         return attrs
 
 

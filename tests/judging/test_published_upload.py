@@ -1,0 +1,122 @@
+"""Official judge outputs (raw text in ``critic``) and a chosen prompt template: web and API."""
+
+import hashlib
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Job
+from judging.models import JudgeRun, Prediction, Scorecard
+from tests.judging.web_data import HAND_PREDICTIONS, A, jsonl, make_token, make_version
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = (
+    "Criterion $criterion_key ($criterion_name): $criterion_description\n"
+    "$question\n[1] $response_1\n[2] $response_2\nEnd with: Response N is better.\n"
+)
+TEMPLATE_SHA = hashlib.sha256(TEMPLATE.encode()).hexdigest()
+
+
+def critic_lines(predictions=HAND_PREDICTIONS):
+    """The official judge output layout: question_id + the judge's raw text."""
+    lines = []
+    for i, (q, p) in enumerate(predictions.items()):
+        number = 1 if p == A else 2
+        # The verdict in bold and upper case on alternate lines, a trailing blank line on some.
+        verdict = f"**Response {number}** is better." if i % 2 else f"RESPONSE {number} IS BETTER"
+        text = f"Response 2 is better at first sight.\nLooking closer.\n\n{verdict}\n" + "\n" * i
+        lines.append({"question_id": q, "critic": text})
+    return lines
+
+
+@pytest.fixture
+def version(project):
+    return make_version(project)
+
+
+def test_web_upload_of_critic_outputs_with_a_template_file(
+    client, lead, version, django_capture_on_commit_callbacks
+):
+    client.force_login(lead)
+    url = reverse("predictions-upload", args=[version.project.slug, version.number])
+    lines = critic_lines()
+    lines[0] = {"question_id": lines[0]["question_id"], "critic": "I cannot decide."}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            url,
+            {
+                "judge": "official-judge",
+                "file": SimpleUploadedFile("critic.jsonl", jsonl(lines)),
+                "template": SimpleUploadedFile("official.txt", TEMPLATE.encode()),
+            },
+        )
+    assert response.status_code == 302
+    job = Job.objects.get(kind=Job.Kind.SCORE_JUDGE)
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    run = JudgeRun.objects.get()
+    assert run.template_hash == TEMPLATE_SHA
+    stored = dict(Prediction.objects.values_list("question_id", "prediction"))
+    first = lines[0]["question_id"]
+    assert stored == {**HAND_PREDICTIONS, first: "invalid"}
+    assert Prediction.objects.get(question_id=first).raw_output == "I cannot decide."
+    assert run.stats["unparsable"] == 1
+    assert run.stats["unparsable_rows"][0]["question_id"] == first
+    card = Scorecard.objects.get(judge="official-judge", split="reasoning")
+    assert card.template_hash == TEMPLATE_SHA
+    board = client.get(reverse("leaderboard", args=[version.project.slug, 1]) + "?split=reasoning")
+    assert f'title="{TEMPLATE_SHA}"' in board.content.decode()
+
+
+def test_a_template_with_an_unknown_placeholder_is_a_form_error(client, lead, version):
+    client.force_login(lead)
+    url = reverse("predictions-upload", args=[version.project.slug, version.number])
+    response = client.post(
+        url,
+        {
+            "judge": "j",
+            "file": SimpleUploadedFile("critic.jsonl", jsonl(critic_lines())),
+            "template": SimpleUploadedFile("bad.txt", b"$question\n$answer\n"),
+        },
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "line 2" in html and "unknown placeholder $answer" in html
+    assert not Job.objects.exists() and not JudgeRun.objects.exists()
+
+
+def test_api_accepts_critic_lines_and_a_template_file(lead, version):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {make_token(lead, scope='predictions')}")
+    url = reverse("api-predictions-submit", args=[version.project.slug, version.number])
+    response = api.post(url, {"judge": "j1", "predictions": critic_lines()}, format="json")
+    assert response.status_code == 201, response.content
+    assert dict(Prediction.objects.values_list("question_id", "prediction")) == HAND_PREDICTIONS
+
+    response = api.post(
+        url,
+        {
+            "judge": "j2",
+            "file": SimpleUploadedFile("critic.jsonl", jsonl(critic_lines())),
+            "template": SimpleUploadedFile("t.txt", TEMPLATE.encode()),
+        },
+        format="multipart",
+    )
+    assert response.status_code == 201, response.content
+    assert JudgeRun.objects.get(judge="j2").template_hash == TEMPLATE_SHA
+
+    response = api.post(
+        url,
+        {
+            "judge": "j3",
+            "file": SimpleUploadedFile("critic.jsonl", jsonl(critic_lines())),
+            "template": SimpleUploadedFile("t.txt", TEMPLATE.encode()),
+            "template_hash": "0" * 64,
+        },
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert "template_hash" in response.json()
+    assert not JudgeRun.objects.filter(judge="j3").exists()
