@@ -32,6 +32,7 @@ def import_samples_task(job_id: int) -> None:
                 path=default_storage.path(params["path"]),
                 update=bool(params.get("update")),
                 filters=params.get("filters") or [],
+                images=params.get("images") or None,
                 progress=progress,
             )
         except ImportRejected as exc:

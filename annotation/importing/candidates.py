@@ -15,3 +15,4 @@ class Candidate:
     problems: list[Problem] = field(default_factory=list)
     unit: str = "line"
     names: dict[str, str] = field(default_factory=dict)  # our field name -> the file's name
+    source: int = 0  # which of the import's files it came from (its images resolve there)

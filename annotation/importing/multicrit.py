@@ -3,6 +3,11 @@
 Rows (JSONL or Parquet, read in record batches) go into a temporary SQLite file, so that the
 rows of one prompt can be gathered wherever they are in the file without holding the file in
 memory. Each prompt becomes one sample; its rows' preferences become reference labels.
+
+Several files load into one store (the release ships a file per split, or shards), so the rows
+of one prompt fold together wherever they are; problems then name the file with the row. Split
+labels are normalised (``openEnded``, ``open-ended`` -> ``open_ended``) before anything is
+checked or stored.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..splits import split_key
 from .candidates import Candidate
 from .errors import Problem
 from .jsonl import json_line
@@ -52,7 +58,7 @@ def _iter_rows(source: ImportSource) -> Iterator[tuple[int, dict | None, Problem
             try:
                 parquet = pq.ParquetFile(handle)
             except Exception as exc:  # pyarrow raises several types for a broken file
-                yield 0, None, Problem(None, "file", f"not a readable Parquet file ({exc})", "row")
+                yield 0, None, Problem(None, "file", f"not a readable Parquet file ({exc})")
                 return
             row = 0
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
@@ -81,13 +87,14 @@ class RowStore:
             CREATE TABLE rows (
                 row_no INTEGER PRIMARY KEY, prompt_id TEXT NOT NULL, criterion TEXT NOT NULL,
                 preference TEXT NOT NULL, question_id TEXT, shared TEXT NOT NULL,
-                image_key TEXT NOT NULL
+                image_key TEXT NOT NULL, src INTEGER NOT NULL, src_row INTEGER NOT NULL
             );
             CREATE TABLE images (prompt_id TEXT PRIMARY KEY, data BLOB NOT NULL);
             """
         )
         self.rows = 0
         self.prompts = 0
+        self.units: list[str] = []  # per loaded file: "row", or "<file> row" for several files
 
     def close(self) -> None:
         self.db.close()
@@ -106,21 +113,29 @@ class RowStore:
         *,
         criteria: dict[str, set[str]],
         progress: Callable[[int], None] | None = None,
+        unit: str = "row",
     ) -> list[Problem]:
-        """Read every row, check it on its own, and store it; returns the row problems."""
+        """Read every row of one file, check it on its own, and store it; the row problems.
+
+        Call once per file; ``unit`` is how the problems name a row of this file.
+        """
+        src = len(self.units)
+        self.units.append(unit)
         problems: list[Problem] = []
         insert_rows: list[tuple] = []
         all_keys = set().union(*criteria.values()) if criteria else set()
         for row, obj, problem in _iter_rows(source):
             self.rows += 1
             if problem is not None:
+                if problem.line is not None:
+                    problem = Problem(problem.line, problem.field, problem.message, unit)
                 problems.append(problem)
                 continue
             row_problems = []
             for name in ROW_REQUIRED:
                 value = obj.get(name)
                 if value is None or (isinstance(value, str) and not value.strip()):
-                    row_problems.append(Problem(row, name, "missing field", "row"))
+                    row_problems.append(Problem(row, name, "missing field", unit))
             image_value = obj.get("image")
             if image_value is None or (
                 isinstance(image_value, dict) and not any(image_value.values())
@@ -128,15 +143,17 @@ class RowStore:
                 image_value = obj.get("image_path")
             if image_value is None:
                 row_problems.append(
-                    Problem(row, "image", "missing field (image or image_path)", "row")
+                    Problem(row, "image", "missing field (image or image_path)", unit)
                 )
             preference = obj.get("preference")
             if preference is not None and preference not in ROW_PREFERENCES:
                 row_problems.append(
                     Problem(
-                        row, "preference", f"must be model_a or model_b, got {preference!r}", "row"
+                        row, "preference", f"must be model_a or model_b, got {preference!r}", unit
                     )
                 )
+            if split_key(obj.get("split")):
+                obj["split"] = split_key(obj["split"])
             split, criterion = obj.get("split"), obj.get("criterion")
             if isinstance(criterion, str) and criterion:
                 keys = criteria.get(split) if isinstance(split, str) else None
@@ -145,13 +162,13 @@ class RowStore:
                 ):
                     where = f" for split {split}" if keys is not None else ""
                     row_problems.append(
-                        Problem(row, "criterion", f"unknown criterion {criterion!r}{where}", "row")
+                        Problem(row, "criterion", f"unknown criterion {criterion!r}{where}", unit)
                     )
             image, image_error = (None, None)
             if image_value is not None:
                 image, image_error = image_ref_parse(image_value)
                 if image_error:
-                    row_problems.append(Problem(row, "image", image_error, "row"))
+                    row_problems.append(Problem(row, "image", image_error, unit))
             if row_problems:
                 problems.extend(row_problems)
                 continue
@@ -167,13 +184,14 @@ class RowStore:
             shared = {name: obj.get(name) for name in SHARED if obj.get(name) is not None}
             insert_rows.append(
                 (
-                    row,
                     prompt_id,
                     criterion,
                     ROW_PREFERENCES[preference],
                     None if obj.get("question_id") is None else str(obj["question_id"]),
                     json.dumps(shared, sort_keys=True, ensure_ascii=False, default=str),
                     key,
+                    src,
+                    row,
                 )
             )
             if len(insert_rows) >= 1000:
@@ -181,12 +199,16 @@ class RowStore:
             if progress is not None:
                 progress(self.rows)
         self._flush(insert_rows)
-        self.db.execute("CREATE INDEX rows_prompt ON rows (prompt_id, row_no)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS rows_prompt ON rows (prompt_id, row_no)")
         self.prompts = self.db.execute("SELECT COUNT(DISTINCT prompt_id) FROM rows").fetchone()[0]
         return problems
 
     def _flush(self, rows: list[tuple]) -> None:
-        self.db.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany(
+            "INSERT INTO rows (prompt_id, criterion, preference, question_id, shared, image_key, "
+            "src, src_row) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         rows.clear()
 
     def candidates(self) -> Iterator[Candidate]:
@@ -196,32 +218,37 @@ class RowStore:
         )
         for (prompt_id,) in prompts:
             rows = self.db.execute(
-                "SELECT row_no, criterion, preference, question_id, shared, image_key "
+                "SELECT src_row, criterion, preference, question_id, shared, image_key, src "
                 "FROM rows WHERE prompt_id = ? ORDER BY row_no",
                 (prompt_id,),
             ).fetchall()
             yield self._fold(prompt_id, rows)
 
+    def _where(self, src: int, row_no: int) -> str:
+        return f"{self.units[src]} {row_no}"
+
     def _fold(self, prompt_id: str, rows: list[tuple]) -> Candidate:
-        first_row, _, _, _, first_shared, first_key = rows[0]
+        first_row, _, _, _, first_shared, first_key, first_src = rows[0]
         problems: list[Problem] = []
         reference: dict[str, str] = {}
         question_ids: dict[str, str] = {}
-        seen: dict[str, int] = {}
+        seen: dict[str, str] = {}
         shared = json.loads(first_shared)
-        for row_no, criterion, preference, question_id, row_shared, image_key in rows:
+        first_at = self._where(first_src, first_row)
+        for row_no, criterion, preference, question_id, row_shared, image_key, src in rows:
+            unit = self.units[src]
             if criterion in seen:
                 problems.append(
                     Problem(
                         row_no,
                         "criterion",
                         f"criterion {criterion!r} repeated for prompt_id {prompt_id!r} "
-                        f"(first at row {seen[criterion]})",
-                        "row",
+                        f"(first at {seen[criterion]})",
+                        unit,
                     )
                 )
                 continue
-            seen[criterion] = row_no
+            seen[criterion] = self._where(src, row_no)
             if row_shared != first_shared:
                 other = json.loads(row_shared)
                 for name in SHARED:
@@ -230,8 +257,8 @@ class RowStore:
                             Problem(
                                 row_no,
                                 name,
-                                f"differs from row {first_row} of prompt_id {prompt_id!r}",
-                                "row",
+                                f"differs from {first_at} of prompt_id {prompt_id!r}",
+                                unit,
                             )
                         )
             if image_key != first_key:
@@ -239,8 +266,8 @@ class RowStore:
                     Problem(
                         row_no,
                         "image",
-                        f"differs from row {first_row} of prompt_id {prompt_id!r}",
-                        "row",
+                        f"differs from {first_at} of prompt_id {prompt_id!r}",
+                        unit,
                     )
                 )
             reference[criterion] = preference
@@ -260,4 +287,11 @@ class RowStore:
                 "SELECT data FROM images WHERE prompt_id = ?", (prompt_id,)
             ).fetchone()[0]
             data["image"] = bytes(blob)
-        return Candidate(line=first_row, data=data, problems=problems, unit="row", names=FILE_NAMES)
+        return Candidate(
+            line=first_row,
+            data=data,
+            problems=problems,
+            unit=self.units[first_src],
+            names=FILE_NAMES,
+            source=first_src,
+        )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Choice, PairType, Split
+from ..splits import split_key
 
 SPLITS = {value for value, _ in Split.choices}
 PAIR_TYPES = {value for value, _ in PairType.choices}
@@ -146,10 +147,17 @@ def sample_validate(
             bad(name, f"longer than {limit} characters")
 
     split = data.get("split")
+    if isinstance(split, str) and split_key(split):
+        split = split_key(split)  # openEnded, open-ended, ... are stored as open_ended
     if isinstance(split, str) and split and split not in SPLITS:
         bad("split", f"unknown split {split!r} (expected {' or '.join(sorted(SPLITS))})")
 
-    pair_type = data.get("pair_type") or PairType.CROSS_MODEL.value
+    pair_type = data.get("pair_type")
+    if not pair_type:
+        # Two responses of one model are a same-model pair (protocol section 2).
+        same = isinstance(data.get("model_a"), str) and data.get("model_a") == data.get("model_b")
+        same = same and bool(data["model_a"].strip())
+        pair_type = PairType.SAME_MODEL.value if same else PairType.CROSS_MODEL.value
     if isinstance(pair_type, str):
         pair_type = PAIR_ALIASES.get(pair_type, pair_type)
     if pair_type not in PAIR_TYPES:

@@ -6,13 +6,18 @@ per sample (action, content hash), never the samples themselves. Any problem sto
 with the full list and nothing written. The second pass re-reads the file and writes in batches
 inside one transaction: samples, their images, reference labels, and the Slot rows of every
 formal sample.
+
+Multi-Crit row files may come several at a time (a file per split, or shards): their rows are
+folded per prompt together. A prompt whose other criteria an earlier import already stored
+(the same sample content, new criteria) is merged into that sample, keeping every question id,
+without ``--update``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +33,7 @@ from ..images import ImageRejected, image_inspect, image_process, sample_image_a
 from ..models import Criterion, Project, ReferenceLabel, Sample, Slot, Vote
 from ..services.projects import project_get_or_create
 from .candidates import Candidate
-from .errors import Problem, ProblemList
+from .errors import ImportRejected, Problem, ProblemList
 from .jsonl import jsonl_candidates, lines_count
 from .multicrit import RowStore
 from .records import SampleRecord, sample_validate
@@ -38,6 +43,7 @@ BATCH = 500
 Progress = Callable[..., None]
 
 CREATE, UPDATE, UNCHANGED, FILTERED = "create", "update", "unchanged", "filtered"
+MERGE = "merge"  # new criteria of a stored prompt (rows of one prompt in several imports)
 
 
 @dataclass
@@ -47,6 +53,7 @@ class ImportReport:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    merged: int = 0
     removed_by_filter: dict[str, int] = field(default_factory=dict)
     reference_labels: int = 0
     slots: int = 0
@@ -59,6 +66,8 @@ class ImportReport:
             f"{self.updated} updated",
             f"{self.unchanged} unchanged",
         ]
+        if self.merged:
+            parts.append(f"{self.merged} merged (new criteria of stored prompts)")
         if self.removed_by_filter:
             parts.append(
                 "filtered out: "
@@ -74,6 +83,7 @@ class ImportReport:
             "created": self.created,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "merged": self.merged,
             "removed_by_filter": self.removed_by_filter,
             "reference_labels": self.reference_labels,
             "slots": self.slots,
@@ -86,6 +96,8 @@ class _Planned:
     action: str
     content_hash: str
     line: int
+    references: dict[str, str] | None = None  # MERGE: every criterion's preference
+    metadata: dict[str, Any] | None = None  # MERGE: the metadata with every question id
 
 
 @dataclass
@@ -116,33 +128,51 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 class _Reader:
-    """The format-specific part: how to count and iterate the candidates of a source."""
+    """The format-specific part: how to count and iterate the candidates of the sources."""
 
-    def __init__(self, source: ImportSource, criteria: dict[str, set[str]], stack: ExitStack):
-        self.source = source
+    def __init__(
+        self, sources: list[ImportSource], criteria: dict[str, set[str]], stack: ExitStack
+    ):
+        self.sources = sources
+        self.source = sources[0]
         self.criteria = criteria
         self.rows: RowStore | None = None
-        if source.kind == "parquet" or jsonl_looks_like_rows(source):
-            self.format = "multicrit-parquet" if source.kind == "parquet" else "multicrit-jsonl"
+        rows_format = [s.kind == "parquet" or jsonl_looks_like_rows(s) for s in sources]
+        if any(rows_format):
+            kinds = {s.kind for s in sources}
+            self.format = "multicrit-parquet" if kinds == {"parquet"} else "multicrit-jsonl"
             self.rows = stack.enter_context(RowStore())
         else:
             self.format = "jsonl"
+        self.not_rows = [s.name for s, ok in zip(sources, rows_format, strict=True) if not ok]
 
     def prepare(self, progress: Progress) -> tuple[int, list[Problem]]:
         """Count the samples (reading Multi-Crit rows into the row store); row problems."""
+        if len(self.sources) > 1 and (self.rows is None or self.not_rows):
+            names = ", ".join(self.not_rows or [s.name for s in self.sources])
+            message = f"several files are only for the Multi-Crit row format; not rows: {names}"
+            return 0, [Problem(None, "file", message)]
         if self.rows is None:
             return lines_count(self.source), []
-        problems = self.rows.load(
-            self.source,
-            criteria=self.criteria,
-            progress=lambda n: progress(n, None, "Reading rows"),
-        )
+        problems = []
+        several = len(self.sources) > 1
+        for source in self.sources:
+            problems += self.rows.load(
+                source,
+                criteria=self.criteria,
+                progress=lambda n: progress(n, None, "Reading rows"),
+                unit=f"{source.name} row" if several else "row",
+            )
         return self.rows.prompts, problems
 
     def candidates(self) -> Iterator[Candidate]:
         if self.rows is None:
             return jsonl_candidates(self.source)
         return self.rows.candidates()
+
+    def image_bytes(self, candidate: Candidate, record: SampleRecord) -> bytes:
+        """The image of a sample, read from the file the sample came from."""
+        return _image_bytes(self.sources[candidate.source], record)
 
 
 def _image_bytes(source: ImportSource, record: SampleRecord) -> bytes:
@@ -207,6 +237,34 @@ def _existing(project: Project | None, ids: list[str]) -> dict[str, dict[str, An
     return found
 
 
+def _merge_plan(
+    pk: int, record: SampleRecord, image_sha: str
+) -> tuple[dict[str, str], dict[str, Any], str] | str:
+    """Fold a prompt's rows into the stored sample of an earlier import, when only criteria
+    are new: ``(references, metadata, content hash)``, or why it cannot be merged."""
+    sample = Sample.objects.get(pk=pk)
+    stored_meta = dict(sample.metadata or {})
+    new_meta = dict(record.metadata)
+    stored_qids = stored_meta.pop("question_ids", None) or {}
+    new_qids = new_meta.pop("question_ids", None) or {}
+    fields = {k: v for k, v in record.model_fields().items() if k != "metadata"}
+    same = all(getattr(sample, k) == v for k, v in fields.items())
+    if not same or stored_meta != new_meta or sample.image_sha256 != image_sha:
+        return "different content"
+    stored_refs = dict(
+        ReferenceLabel.objects.filter(sample=sample).values_list("criterion__key", "preference")
+    )
+    clash = sorted(k for k, v in record.references.items() if stored_refs.get(k, v) != v)
+    if clash:
+        return f"a different preference for {', '.join(clash)}"
+    references = {**stored_refs, **record.references}
+    metadata = dict(new_meta)
+    if stored_qids or new_qids:
+        metadata["question_ids"] = {**stored_qids, **new_qids}
+    merged = SampleRecord(**{**record.__dict__, "references": references, "metadata": metadata})
+    return references, metadata, merged.content_hash(image_sha)
+
+
 def _validate(
     reader: _Reader,
     *,
@@ -221,22 +279,35 @@ def _validate(
     seen: dict[str, int] = {}
     images_ok: dict[str, str] = {}  # path or content -> sha256: a shared image is checked once
     features = _Curation()
-    batch: list[tuple[SampleRecord, str, Candidate]] = []
+    batch: list[tuple[SampleRecord, str, Candidate, str]] = []
 
     def settle() -> None:
-        existing = _existing(project, [record.external_id for record, _, _ in batch])
-        for record, digest, candidate in batch:
+        existing = _existing(project, [record.external_id for record, _, _, _ in batch])
+        for record, digest, candidate, image_sha in batch:
             row = existing.get(record.external_id)
+            merge = None
+            if row is not None and row["content_hash"] != digest and reader.rows is not None:
+                merge = _merge_plan(row["pk"], record, image_sha)
             if row is None:
                 action = CREATE
             elif row["content_hash"] == digest:
                 action = UNCHANGED
+            elif isinstance(merge, tuple):
+                references, metadata, merged_hash = merge
+                if merged_hash == row["content_hash"]:
+                    plan[record.external_id] = _Planned(UNCHANGED, merged_hash, candidate.line)
+                else:
+                    plan[record.external_id] = _Planned(
+                        MERGE, merged_hash, candidate.line, references, metadata
+                    )
+                continue
             elif not update:
                 problems.add(
                     Problem(
                         candidate.line,
                         candidate.names.get("external_id", "id"),
-                        f"sample {record.external_id!r} already exists with different content; "
+                        f"sample {record.external_id!r} already exists with "
+                        f"{merge if isinstance(merge, str) else 'different content'}; "
                         "import with --update (Replace changed samples) to replace it",
                         candidate.unit,
                     )
@@ -296,17 +367,17 @@ def _validate(
             if record.image.data is not None:
                 key = "sha256:" + hashlib.sha256(record.image.data).hexdigest()
             else:
-                key = "path:" + record.image.path
+                key = f"path:{candidate.source}:{record.image.path}"
             image_sha = images_ok.get(key)
             if image_sha is None:
-                image_sha = image_inspect(_image_bytes(reader.source, record)).sha256
+                image_sha = image_inspect(reader.image_bytes(candidate, record)).sha256
                 images_ok[key] = image_sha
         except (ImageRefError, ImageRejected) as exc:
             problems.add(Problem(candidate.line, image_field, str(exc), unit))
             continue
         for name, message in _curation_fields(record, filters, features):
             problems.add(Problem(candidate.line, name, message, unit))
-        batch.append((record, record.content_hash(image_sha), candidate))
+        batch.append((record, record.content_hash(image_sha), candidate, image_sha))
         if len(batch) >= BATCH:
             settle()
         progress(done, total, "Validating")
@@ -344,10 +415,11 @@ def _write(
     report: ImportReport,
     progress: Progress,
     created_files: list[str],
+    with_slots: bool = True,
 ) -> None:
     criteria = {(c.split, c.key): c for c in Criterion.objects.filter(project=project)}
     k = project.annotators_per_sample
-    to_write = sum(1 for p in plan.values() if p.action in (CREATE, UPDATE))
+    to_write = sum(1 for p in plan.values() if p.action in (CREATE, UPDATE, MERGE))
     done = 0
     creating: list[tuple[Sample, SampleRecord]] = []
     stored: dict[str, tuple] = {}
@@ -359,7 +431,7 @@ def _write(
         slots = [
             Slot(sample=sample, index=index)
             for sample, record in creating
-            if not record.is_seed
+            if with_slots and not record.is_seed
             for index in range(1, k + 1)
         ]
         Slot.objects.bulk_create(slots, batch_size=2000)
@@ -385,7 +457,12 @@ def _write(
         planned = plan.get(record.external_id)
         if planned is None or planned.action in (UNCHANGED, FILTERED):
             continue
-        image = _image_bytes(reader.source, record)
+        if planned.action == MERGE:
+            _merge_one(project, record, planned, criteria, report)
+            done += 1
+            progress(done, to_write, "Writing")
+            continue
+        image = reader.image_bytes(candidate, record)
         if planned.action == CREATE:
             sample = Sample(
                 project=project,
@@ -404,6 +481,36 @@ def _write(
         progress(done, to_write, "Writing")
     flush()
     progress(done, to_write, "Writing")
+
+
+def _merge_one(
+    project: Project,
+    record: SampleRecord,
+    planned: _Planned,
+    criteria: dict[tuple[str, str], Criterion],
+    report: ImportReport,
+) -> None:
+    """Add the new criteria (reference labels, question ids) of a stored prompt."""
+    sample = Sample.objects.select_for_update().get(project=project, external_id=record.external_id)
+    have = set(
+        ReferenceLabel.objects.filter(sample=sample).values_list("criterion__key", flat=True)
+    )
+    labels = [
+        ReferenceLabel(
+            sample=sample,
+            criterion=criteria[(record.split, key)],
+            preference=preference,
+            source=ReferenceLabel.Source.IMPORTED,
+        )
+        for key, preference in (planned.references or {}).items()
+        if key not in have
+    ]
+    ReferenceLabel.objects.bulk_create(labels)
+    sample.metadata = planned.metadata or {}
+    sample.content_hash = planned.content_hash
+    sample.save(update_fields=["metadata", "content_hash"])
+    report.reference_labels += len(labels)
+    report.merged += 1
 
 
 def _attach(sample: Sample, data: bytes, stored: dict[str, tuple], created_files: list[str]):
@@ -467,13 +574,19 @@ def _update_one(
 def samples_import(
     *,
     project: Project | str,
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     update: bool = False,
     filters: list[str] | str | None = None,
     progress: Progress | None = None,
     project_name: str | None = None,
+    images: str | Path | None = None,
+    slots: bool = True,
 ) -> ImportReport:
     """Import the samples of ``path`` into ``project`` (a Project, or a slug created on write).
+
+    ``path`` may list several Multi-Crit row files, read as one. ``images`` is an images root
+    (a directory; for a zip, a folder inside it) tried before each file's own folder.
+    ``slots=False`` creates no annotator slots (a published benchmark needs no annotation).
 
     Raises :class:`ImportRejected` listing every problem (with line or row and field) when the
     file is invalid; then nothing is written. ``progress(done, total, message)`` is called as
@@ -491,9 +604,12 @@ def samples_import(
         slug = project.slug
     criteria = _criteria_of(project)
     problems = ProblemList()
+    paths = [path] if isinstance(path, str | Path) else list(path)
+    if not paths:
+        raise ImportRejected([Problem(None, "file", "no file given")])
     with ExitStack() as stack:
-        source = stack.enter_context(source_open(path))
-        reader = _Reader(source, criteria, stack)
+        sources = [stack.enter_context(source_open(p, images=images)) for p in paths]
+        reader = _Reader(sources, criteria, stack)
         total, read_problems = reader.prepare(progress)
         problems.extend(read_problems)
         plan, removed = _validate(
@@ -520,6 +636,7 @@ def samples_import(
                     report=report,
                     progress=progress,
                     created_files=created_files,
+                    with_slots=slots,
                 )
         except BaseException:
             # The rows are rolled back; remove the image files this attempt added.

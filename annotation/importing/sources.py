@@ -1,8 +1,9 @@
 """Where an import reads from: a JSONL or Parquet file on disk, or a zip holding one plus images.
 
-Images are referenced by paths relative to the data file. A path that is absolute or climbs out
-with ``..`` is refused, and so is any zip entry named that way (zip slip), before anything is
-read.
+Images are referenced by paths relative to an images root, when one is given (``--images DIR``,
+or a folder inside a zip), then relative to the data file's folder; a missing image names every
+path tried. A path that is absolute or climbs out with ``..`` is refused, and so is any zip entry
+named that way (zip slip), before anything is read.
 """
 
 from __future__ import annotations
@@ -63,46 +64,65 @@ class ImportSource(abc.ABC):
 
 
 class FileSource(ImportSource):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, images_root: str | Path | None = None) -> None:
         self.path = path
         self.name = path.name
         self.kind = "parquet" if path.suffix.lower() == ".parquet" else "jsonl"
         self.base = path.resolve().parent
+        # (folder, how a message names a path in it): the images root as given, then the
+        # data file's folder by the file's name (no server paths in messages).
+        self.roots: list[tuple[Path, str]] = []
+        if images_root:
+            self.roots.append((Path(images_root).resolve(), str(Path(images_root)) + "/{}"))
+        if not self.roots or self.roots[0][0] != self.base:
+            self.roots.append((self.base, "{} beside " + self.name))
 
     def open_data(self) -> IO[bytes]:
         return open(self.path, "rb")
 
     def _read(self, relative: str) -> bytes:
-        target = (self.base / relative).resolve()
-        if not target.is_relative_to(self.base):
-            raise ImageRefError(f"path leaves the file's folder: {relative!r}")
-        if not target.is_file():
-            raise ImageRefError(f"image file not found: {relative!r}")
-        if target.stat().st_size > MAX_IMAGE_BYTES:
-            raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
-        return target.read_bytes()
+        tried = []
+        for root, shown in self.roots:
+            target = (root / relative).resolve()
+            if not target.is_relative_to(root):
+                raise ImageRefError(f"path leaves the images folder: {relative!r}")
+            if target.is_file():
+                if target.stat().st_size > MAX_IMAGE_BYTES:
+                    raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
+                return target.read_bytes()
+            tried.append(shown.format(relative))
+        raise ImageRefError(f"image file not found: {relative!r} (tried {', '.join(tried)})")
 
 
 class ZipSource(ImportSource):
-    def __init__(self, archive: zipfile.ZipFile, data_name: str) -> None:
+    def __init__(
+        self, archive: zipfile.ZipFile, data_name: str, images_root: str | None = None
+    ) -> None:
         self.archive = archive
         self.data_name = data_name
         self.name = posixpath.basename(data_name)
         self.kind = "parquet" if data_name.lower().endswith(".parquet") else "jsonl"
         self.base = posixpath.dirname(data_name)
         self.entries = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+        root = (images_root or "").replace("\\", "/").strip("/")
+        self.roots = [root] if root else []
+        if self.base not in self.roots:
+            self.roots.append(self.base)
 
     def open_data(self) -> IO[bytes]:
         return self.archive.open(self.data_name)
 
     def _read(self, relative: str) -> bytes:
-        name = posixpath.normpath(posixpath.join(self.base, relative)) if self.base else relative
-        info = self.entries.get(name)
-        if info is None:
-            raise ImageRefError(f"image not found in the zip: {name!r}")
-        if info.file_size > MAX_IMAGE_BYTES:
-            raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
-        return self.archive.read(info)
+        tried = []
+        for root in self.roots:
+            name = posixpath.normpath(posixpath.join(root, relative)) if root else relative
+            info = self.entries.get(name)
+            if info is not None:
+                if info.file_size > MAX_IMAGE_BYTES:
+                    raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
+                return self.archive.read(info)
+            tried.append(name)
+        raise ImageRefError(f"image not found in the zip: {relative!r} (tried {', '.join(tried)})")
 
 
 def zip_problems(archive: zipfile.ZipFile) -> list[Problem]:
@@ -138,8 +158,12 @@ def _zip_data_name(archive: zipfile.ZipFile) -> str:
 
 
 @contextmanager
-def source_open(path: str | Path) -> Iterator[ImportSource]:
-    """Open ``path`` (.jsonl/.ndjson/.parquet or .zip) as an import source."""
+def source_open(path: str | Path, *, images: str | Path | None = None) -> Iterator[ImportSource]:
+    """Open ``path`` (.jsonl/.ndjson/.parquet or .zip) as an import source.
+
+    ``images`` is the images root: a directory for a data file, a folder inside the zip for a
+    zip (image paths are tried against it first, then against the data file's folder).
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_file():
@@ -151,15 +175,27 @@ def source_open(path: str | Path) -> Iterator[ImportSource]:
             raise ImportRejected([Problem(None, "file", f"not a valid zip file ({exc})")]) from exc
         with archive:
             problems = zip_problems(archive)
+            if images:
+                reason = unsafe_path(str(images))
+                if reason:
+                    problems.append(Problem(None, "images", f"{reason}: {str(images)!r}"))
+                else:
+                    folder = str(images).replace("\\", "/").strip("/") + "/"
+                    if not any(n.startswith(folder) for n in archive.namelist()):
+                        problems.append(
+                            Problem(None, "images", f"the zip has no folder {folder!r}")
+                        )
             if problems:
                 raise ImportRejected(problems)
-            yield ZipSource(archive, _zip_data_name(archive))
+            yield ZipSource(archive, _zip_data_name(archive), str(images) if images else None)
         return
     if suffix not in DATA_SUFFIXES:
         raise ImportRejected(
             [Problem(None, "file", "expected a .jsonl, .parquet or .zip file, got " + path.name)]
         )
-    yield FileSource(path)
+    if images and not Path(images).is_dir():
+        raise ImportRejected([Problem(None, "images", f"no such directory: {images}")])
+    yield FileSource(path, images)
 
 
 def jsonl_looks_like_rows(source: ImportSource) -> bool:

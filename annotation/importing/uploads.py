@@ -17,7 +17,13 @@ UPLOAD_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".zip")
 
 
 def import_upload_enqueue(
-    *, project: Project, file: IO, by: Any, update: bool = False, filters: list[str] | None = None
+    *,
+    project: Project,
+    file: IO,
+    by: Any,
+    update: bool = False,
+    filters: list[str] | None = None,
+    images: str = "",
 ) -> Job:
     """Store the upload under ``imports/`` and queue the task that validates and imports it."""
     from ..tasks_import import import_samples_task
@@ -37,6 +43,7 @@ def import_upload_enqueue(
                 "filename": filename,
                 "update": update,
                 "filters": list(filters or []),
+                "images": images or "",
             },
             message=f"Queued: {filename}",
         )

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from .. import selectors
 from ..curation import FILTERS
+from ..importing.sources import unsafe_path
 from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue
 from ..models import Job, Project
 from ..permissions import lead_required
@@ -28,6 +29,13 @@ class ImportUploadForm(forms.Form):
         "holding one of them with its images.",
         widget=forms.ClearableFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
     )
+    images = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Images folder in the zip",
+        help_text="Optional, for a zip: the folder that image_path is relative to (any folder "
+        "of the zip, e.g. images); otherwise paths are relative to the data file.",
+    )
     update = forms.BooleanField(
         required=False,
         label="Replace changed samples",
@@ -46,6 +54,19 @@ class ImportUploadForm(forms.Form):
         if not file.name.lower().endswith(UPLOAD_SUFFIXES):
             raise forms.ValidationError("Upload a .jsonl, .parquet or .zip file.")
         return file
+
+    def clean(self) -> dict:
+        data = super().clean()
+        images = (data.get("images") or "").strip().strip("/")
+        file = data.get("file")
+        if images:
+            reason = unsafe_path(images)
+            if reason:
+                self.add_error("images", f"{reason}: {images!r}")
+            elif file is not None and not file.name.lower().endswith(".zip"):
+                self.add_error("images", "An images folder is only for a zip upload.")
+        data["images"] = images
+        return data
 
 
 def _context(project: Project, form: ImportUploadForm, job: Job | None) -> dict:
@@ -68,6 +89,7 @@ def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
                 by=request.user,
                 update=form.cleaned_data["update"],
                 filters=form.cleaned_data["filters"],
+                images=form.cleaned_data["images"],
             )
             if request.htmx:
                 # The panel with the new job, and the recent list updated out of band.

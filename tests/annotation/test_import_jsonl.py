@@ -143,7 +143,9 @@ def test_every_error_is_listed_with_line_and_field_and_nothing_is_written(projec
     assert by_line[(7, "id")] == "duplicate id 'good' (first at line 1)"
     assert by_line[(8, "reference.speed")] == "unknown criterion 'speed' for split open_ended"
     assert "'..'" in by_line[(9, "image")]
-    assert by_line[(10, "image")] == "image file not found: 'img/missing.png'"
+    assert by_line[(10, "image")] == (
+        "image file not found: 'img/missing.png' (tried img/missing.png beside data.jsonl)"
+    )
     assert by_line[(11, "json")] == "expected a JSON object, got list"
     assert counts(project) == before
     assert Sample.objects.get(external_id="old").response_a.startswith("A red")

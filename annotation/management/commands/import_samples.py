@@ -1,4 +1,4 @@
-"""``manage.py import_samples PROJECT FILE``: validate a file fully, then import it."""
+"""``manage.py import_samples PROJECT FILE...``: validate the files fully, then import them."""
 
 from __future__ import annotations
 
@@ -20,7 +20,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("project", help="project slug")
-        parser.add_argument("file", help=".jsonl, .parquet or .zip")
+        parser.add_argument(
+            "file",
+            nargs="+",
+            help=".jsonl, .parquet or .zip; several Multi-Crit row files (per split or shard) "
+            "are read as one",
+        )
+        parser.add_argument(
+            "--images",
+            default=None,
+            metavar="DIR",
+            help="images root: image_path is looked up here first, then beside the data file "
+            "(for a zip: a folder inside it)",
+        )
         parser.add_argument(
             "--update",
             action="store_true",
@@ -60,6 +72,7 @@ class Command(BaseCommand):
             report = samples_import(
                 project=options["project"],
                 path=options["file"],
+                images=options["images"],
                 update=options["update"],
                 filters=filters,
                 progress=progress,
@@ -73,7 +86,7 @@ class Command(BaseCommand):
             if exc.more:
                 self.stderr.write(f"... and {exc.more} more")
             raise CommandError(
-                f"{exc.count} error(s) in {options['file']}; nothing was imported."
+                f"{exc.count} error(s) in {', '.join(options['file'])}; nothing was imported."
             ) from exc
         for bar in bars.values():
             bar.close()
