@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from django.core.files.storage import default_storage
+from django.db.models import JSONField, Value
 
-from annotation.models import Project, Vote
+from annotation.models import Project, ReferenceLabel, Vote
 
 from ..selectors_review import exportable_labels
 from .rows import Pseudonyms, SampleFields, has_conflict, row_build
@@ -84,14 +85,35 @@ _LABEL_FIELDS = (
     ("model_a", "sample__model_a"),
     ("model_b", "sample__model_b"),
     ("image_name", "sample__image"),
+    ("metadata", "sample__metadata"),
 )
 
 
-def _chunks(project: Project, include_seeds: bool) -> Iterator[list[dict[str, Any]]]:
-    # Plain values, not model instances: building 100,000s of instances would dominate.
-    labels = exportable_labels(project=project, include_seeds=include_seeds).values_list(
-        *(lookup for _, lookup in _LABEL_FIELDS)
+#: Where a version's labels come from: the aggregated votes, or the published preferences
+#: (reference labels imported from the published release, see services.benchmark).
+LABELS_VOTES, LABELS_PUBLISHED = "votes", "published"
+
+
+def published_labels(*, project: Project) -> Any:
+    """The A/B reference labels of a published-benchmark project, in the export's row order."""
+    return (
+        ReferenceLabel.objects.filter(
+            sample__project=project, sample__status="active", preference__in=["A", "B"]
+        )
+        .annotate(vote_ids=Value(None, output_field=JSONField()))
+        .order_by("sample__split", "sample__external_id", "criterion__order", "criterion__key")
     )
+
+
+def _chunks(
+    project: Project, include_seeds: bool, labels_from: str = LABELS_VOTES
+) -> Iterator[list[dict[str, Any]]]:
+    # Plain values, not model instances: building 100,000s of instances would dominate.
+    if labels_from == LABELS_PUBLISHED:
+        source = published_labels(project=project)
+    else:
+        source = exportable_labels(project=project, include_seeds=include_seeds)
+    labels = source.values_list(*(lookup for _, lookup in _LABEL_FIELDS))
     keys = [key for key, _ in _LABEL_FIELDS]
     chunk: list[dict[str, Any]] = []
     for values in labels.iterator(chunk_size=2000):
@@ -116,7 +138,9 @@ def _read_image(name: str) -> bytes:
         return fh.read()
 
 
-def export_count(*, project: Project, include_seeds: bool) -> int:
+def export_count(*, project: Project, include_seeds: bool, labels_from: str = LABELS_VOTES) -> int:
+    if labels_from == LABELS_PUBLISHED:
+        return published_labels(project=project).count()
     return exportable_labels(project=project, include_seeds=include_seeds).count()
 
 
@@ -129,13 +153,17 @@ def export_build(
     include_seeds: bool = False,
     on_rows: RowsSink | None = None,
     progress: ProgressFn | None = None,
+    labels_from: str = LABELS_VOTES,
 ) -> BuildResult:
     """Write the JSONL, zip and Parquet files of the exportable labels into ``out_dir``.
+
+    ``labels_from="published"`` exports the published preferences instead (no votes), each
+    row keeping its published question id.
 
     ``on_rows(rows, lines)`` receives each chunk (to freeze it as DatasetRow records);
     ``progress(done, total, message)`` is called once per chunk.
     """
-    total = export_count(project=project, include_seeds=include_seeds)
+    total = export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
     paths = {kind: out_dir / pattern.format(stem=stem) for kind, pattern in FILE_NAMES.items()}
     image_list = out_dir / "images.tsv"  # (relative path, storage name) in row order
     pseudonyms = Pseudonyms()
@@ -156,7 +184,7 @@ def export_build(
     )
     try:
         with open(image_list, "w", encoding="utf-8") as image_fh:
-            for chunk in _chunks(project, include_seeds):
+            for chunk in _chunks(project, include_seeds, labels_from):
                 votes = _votes_by_id(chunk) if include_votes else {}
                 rows: list[dict[str, Any]] = []
                 names: list[str] = []
@@ -175,11 +203,15 @@ def export_build(
                     if include_votes:
                         ids = [int(i) for i in label["vote_ids"] or []]
                         row_votes = pseudonyms.votes([votes[i] for i in ids if i in votes])
+                    question_ids = (label["metadata"] or {}).get("question_ids")
                     row = row_build(
                         fields,
                         criterion=label["criterion"],
                         preference=label["preference"],
                         votes=row_votes,
+                        question_id=question_ids.get(label["criterion"])
+                        if labels_from == LABELS_PUBLISHED and isinstance(question_ids, dict)
+                        else None,
                     )
                     key = (row["split"], row["prompt_id"])
                     if key != prompt_key:

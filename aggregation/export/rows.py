@@ -81,10 +81,14 @@ def row_build(
     criterion: str,
     preference: str,
     votes: list[dict[str, str]] | None = None,
+    question_id: str | None = None,
 ) -> dict[str, Any]:
-    """One exported row; ``votes`` (already pseudonymised) adds the optional ``votes`` column."""
+    """One exported row; ``votes`` (already pseudonymised) adds the optional ``votes`` column.
+
+    ``question_id`` keeps a published row's own id (default ``<prompt_id>__<criterion>``).
+    """
     row: dict[str, Any] = {
-        "question_id": question_id_for(sample.prompt_id, criterion),
+        "question_id": question_id or question_id_for(sample.prompt_id, criterion),
         "prompt_id": sample.prompt_id,
         "split": sample.split,
         "criterion": criterion,

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from annotation.models import Project
 
-from ..export.build import BuildResult, export_build
+from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
 from ..export.manifest import AGGREGATION_RULE, MANIFEST_NAME, manifest_build, manifest_bytes
 from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..export.writers import file_digest
@@ -116,8 +116,21 @@ def _store(version: DatasetVersion, kind: str, path: Path, stored: list[str]) ->
     return record
 
 
-def _manifest(version: DatasetVersion, result: BuildResult, by: Any) -> dict[str, Any]:
+#: The manifest's rule section for a version of published labels (no votes were aggregated).
+PUBLISHED_RULE: dict[str, Any] = {
+    "name": "published_preferences",
+    "kept": {"published": "the preference of the published release's row, as it is"},
+    "dropped": {},
+    "review": "none: the labels are the published ones",
+    "conflict": "a prompt has a conflict when two of its criteria prefer opposite responses",
+}
+
+
+def _manifest(
+    version: DatasetVersion, result: BuildResult, by: Any, provenance: dict[str, Any] | None
+) -> dict[str, Any]:
     project = version.project
+    published = provenance is not None and provenance.get("provenance") == LABELS_PUBLISHED
     files = [
         {"name": result.files[kind].name, "kind": kind, "sha256": sha, "size": size}
         for kind, (sha, size) in result.digests.items()
@@ -137,7 +150,7 @@ def _manifest(version: DatasetVersion, result: BuildResult, by: Any) -> dict[str
     ]
     if version.include_votes:
         columns.append(VOTES_FIELD)
-    return manifest_build(
+    manifest = manifest_build(
         project={"slug": project.slug, "name": project.name},
         version=version.number,
         created=timezone.now().replace(microsecond=0).isoformat(),
@@ -148,12 +161,15 @@ def _manifest(version: DatasetVersion, result: BuildResult, by: Any) -> dict[str
             "annotators_per_sample": project.annotators_per_sample,
             "pseudonymised_annotators": result.annotators if version.include_votes else None,
         },
-        rule=AGGREGATION_RULE,
+        rule=PUBLISHED_RULE if published else AGGREGATION_RULE,
         counts=result.counts(),
-        agreement=_agreement(project),
+        agreement={} if published else _agreement(project),
         files=files,
         columns=columns,
     )
+    if provenance is not None:
+        manifest["labels"] = provenance
+    return manifest
 
 
 def version_build(
@@ -164,11 +180,15 @@ def version_build(
     include_seeds: bool | None = None,
     job: Any = None,
     progress: ProgressFn | None = None,
+    labels_from: str = LABELS_VOTES,
+    provenance: dict[str, Any] | None = None,
 ) -> DatasetVersion:
     """Build and freeze a new version of the project's exportable labels; return it ready.
 
-    ``include_seeds`` defaults to the project's setting. On error the version is marked failed
-    (with the error in its note, no rows, no files) and the error re-raised.
+    ``include_seeds`` defaults to the project's setting. ``labels_from="published"`` freezes
+    the published preferences instead (services.benchmark); ``provenance`` becomes the
+    manifest's ``labels`` section, saying where the labels came from. On error the version is
+    marked failed (with the error in its note, no rows, no files) and the error re-raised.
     """
     if include_seeds is None:
         include_seeds = project.export_includes_seeds
@@ -188,10 +208,11 @@ def version_build(
                 include_seeds=include_seeds,
                 on_rows=_rows_sink(version),
                 progress=progress,
+                labels_from=labels_from,
             )
             for kind, path in result.files.items():
                 _store(version, kind, path, stored)
-            manifest = _manifest(version, result, by)
+            manifest = _manifest(version, result, by, provenance)
             manifest_path = Path(tmp) / MANIFEST_NAME
             manifest_path.write_bytes(manifest_bytes(manifest))
             _store(version, DatasetFile.Kind.MANIFEST, manifest_path, stored)
