@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import tokens, versions
+from .views import benchmark, tokens, versions
 
 urlpatterns = [
     path("projects/<slug:slug>/versions/", versions.versions, name="versions"),
@@ -14,6 +14,11 @@ urlpatterns = [
         "projects/<slug:slug>/versions/<int:number>/files/<str:kind>",
         versions.version_file,
         name="version-file",
+    ),
+    path(
+        "projects/<slug:slug>/benchmark/",
+        benchmark.benchmark_import_page,
+        name="benchmark-import",
     ),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token-revoke"),

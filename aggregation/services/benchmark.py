@@ -169,3 +169,40 @@ def benchmark_import(
             provenance=provenance,
         )
     return BenchmarkResult(report=report, version=version, created=True)
+
+
+def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any, images: str = ""):
+    """Keep the uploaded files and queue the job that imports them as the benchmark version."""
+    from django.core.files.storage import default_storage
+    from django.utils import timezone
+    from django.utils.text import get_valid_filename
+
+    from annotation.models import Job
+    from annotation.services.jobs import job_create, job_enqueue
+
+    from ..tasks_benchmark import benchmark_import_task
+
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    names = [Path(getattr(f, "name", "") or "rows.parquet").name for f in files]
+    paths = [
+        default_storage.save(
+            f"imports/{project.slug}/benchmark-{stamp}/{get_valid_filename(name)}", upload
+        )
+        for name, upload in zip(names, files, strict=True)
+    ]
+    with transaction.atomic():
+        job = job_create(
+            kind=Job.Kind.IMPORT,
+            project=project,
+            created_by=by,
+            params={
+                "benchmark": True,
+                "paths": paths,
+                "filenames": names,
+                "filename": ", ".join(names),
+                "images": images or "",
+            },
+            message=f"Queued: published benchmark from {', '.join(names)}",
+        )
+        job_enqueue(job, benchmark_import_task)
+    return job
