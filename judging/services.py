@@ -104,6 +104,9 @@ class UploadResult:
         text = f"Stored run {indexes} of {self.runs[0].judge}: {rows} predictions"
         if unparsable:
             text += f", {unparsable} unparsable (counted as invalid)"
+        missing = sum(r.stats.get("missing", 0) for r in self.runs)
+        if missing:
+            text += f"; {missing} dataset rows without a prediction count as wrong"
         return text + "."
 
 

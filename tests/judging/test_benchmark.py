@@ -41,7 +41,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
-def test_import_benchmark_builds_a_ready_version_of_the_published_labels(release):
+def test_import_benchmark_builds_a_ready_version_of_the_published_labels(release, client, lead):
     rows, shards = release
     out = run("import_benchmark", "bench", *map(str, shards))
     assert "Version 1 (created)" in out and "score_judge bench:v1" in out
@@ -79,6 +79,12 @@ def test_import_benchmark_builds_a_ready_version_of_the_published_labels(release
     assert sorted(table.column("question_id").to_pylist()) == sorted(stored)
     first = table.slice(0, 1).to_pylist()[0]
     assert first["image"]["bytes"]  # the images travel with the version
+
+    # The version page says where the labels came from.
+    client.force_login(lead)
+    page = client.get(reverse("version-detail", args=["bench", 1])).content.decode()
+    assert 'id="labels-provenance"' in page and "Published labels." in page
+    assert "From open_ended.parquet, reasoning.parquet" in page and "0 votes" in page
 
     # Again, with the same files: nothing changes.
     again = run("import_benchmark", "bench", *map(str, shards))

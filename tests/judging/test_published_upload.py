@@ -120,3 +120,17 @@ def test_api_accepts_critic_lines_and_a_template_file(lead, version):
     assert response.status_code == 400
     assert "template_hash" in response.json()
     assert not JudgeRun.objects.filter(judge="j3").exists()
+
+
+def test_the_upload_summary_says_missing_rows_count_as_wrong(version, lead):
+    from judging.services import judge_run_upload
+    from tests.judging.web_data import predictions_file
+
+    result = judge_run_upload(
+        version=version, judge="partial", file=predictions_file(critic_lines()[2:]), by=lead
+    )
+    assert result.summary() == (
+        "Stored run 1 of partial: 7 predictions; "
+        "2 dataset rows without a prediction count as wrong."
+    )
+    assert result.run.stats["missing"] == 2
