@@ -275,3 +275,29 @@ def test_progress_is_reported(tmp_path, rows):
     )
     assert calls[0] == (10_000, None)
     assert calls[-1] == (10_000, 10_000)
+
+
+def test_critic_field_in_jsonl_and_csv(tmp_path, index, rows):
+    lines = [
+        {"question_id": "o1__clarity", "critic": "Fine.\n**Response 2** is better.\n\n"},
+        {"question_id": "o1__completeness", "critic": "Response 1 is better.\nx\ny\nz"},
+        {"question_id": "o2__completeness", "critic": "RESPONSE 1 IS BETTER", "split": "openEnded"},
+    ]
+    parsed = read_predictions(jsonl(tmp_path, lines), dataset_index=index)
+    (run,) = parsed.run_list()
+    assert run[index.by_qid["o1__clarity"]] == "model_b"
+    assert run[index.by_qid["o1__completeness"]] == "invalid"  # the verdict is above the last 3
+    assert run[index.by_qid["o2__completeness"]] == "model_a"
+    assert [(u.line, u.question_id) for u in parsed.unparsable] == [(2, "o1__completeness")]
+    assert parsed.raw_outputs[1][index.by_qid["o1__clarity"]].startswith("Fine.")
+
+    text = 'question_id,critic\no1__clarity,"Thinking.\nResponse 1 is better."\n'
+    (run,) = read_predictions(csv_file(tmp_path, text), dataset_index=rows).run_list()
+    assert run[index.by_qid["o1__clarity"]] == "model_a"
+
+
+def test_a_split_spelled_otherwise_must_still_match(tmp_path, index):
+    lines = [{"question_id": "o1__clarity", "prediction": "A", "split": "reasoning"}]
+    with pytest.raises(PredictionsFileError, match="is in split 'open_ended'") as err:
+        read_predictions(jsonl(tmp_path, lines), dataset_index=index)
+    assert (err.value.line, err.value.field) == (1, "split")
