@@ -37,8 +37,14 @@ def _text(value: Any, *, line: int, field: str) -> str:
     return str(value).strip()
 
 
-def rows_from_records(records: Any, *, source: str = "") -> ScoreInput:
-    """Validate ``(line, mapping)`` pairs and build the arrays; the first bad line raises."""
+def rows_from_records(
+    records: Any, *, source: str = "", skipped: list[str] | None = None
+) -> ScoreInput:
+    """Validate ``(line, mapping)`` pairs and build the arrays; the first bad line raises.
+
+    With a ``skipped`` list, a repeated question id (or prompt and criterion) keeps its first
+    row, as the published evaluation does, and each later one is listed there instead.
+    """
     columns: dict[str, list[str]] = {k: [] for k in (*OPTIONAL, *REQUIRED)}
     seen_qid: dict[str, int] = {}
     seen_cell: dict[tuple[str, str], int] = {}
@@ -67,6 +73,10 @@ def rows_from_records(records: Any, *, source: str = "") -> ScoreInput:
             if qid_raw is None or qid_raw == ""
             else _text(qid_raw, line=line, field="question_id")
         )
+        if skipped is not None and (qid in seen_qid or (prompt, criterion) in seen_cell):
+            first = seen_qid.get(qid) or seen_cell[prompt, criterion]
+            skipped.append(f"line {line}: row {qid!r} repeats line {first}; the first is kept")
+            continue
         if qid in seen_qid:
             raise DatasetFileError(
                 f"duplicate question id {qid!r} (first on line {seen_qid[qid]})",
@@ -126,7 +136,7 @@ def _parquet_records(path: Path):
         yield i + 1, {f: data[f][i] for f in wanted}
 
 
-def load_rows_file(path: str | Path) -> ScoreInput:
+def load_rows_file(path: str | Path, *, skipped: list[str] | None = None) -> ScoreInput:
     """Rows of a dataset file in the published row format (``.jsonl``/``.json`` or ``.parquet``).
 
     Raises DatasetFileError naming the line (Parquet: the row number) and the field.
@@ -136,13 +146,13 @@ def load_rows_file(path: str | Path) -> ScoreInput:
         raise DatasetFileError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        return rows_from_records(_parquet_records(path), source=path.name)
+        return rows_from_records(_parquet_records(path), source=path.name, skipped=skipped)
     if suffix in (".jsonl", ".json", ".ndjson"):
-        return rows_from_records(_jsonl_records(path), source=path.name)
+        return rows_from_records(_jsonl_records(path), source=path.name, skipped=skipped)
     raise DatasetFileError(f"{path.name}: expected a .jsonl or .parquet file")
 
 
-def load_rows_files(paths: list[str | Path]) -> ScoreInput:
+def load_rows_files(paths: list[str | Path], *, skipped: list[str] | None = None) -> ScoreInput:
     """Rows of several dataset files (per-split or per-shard files of one release) as one set.
 
     Checked together: a question id or (prompt, criterion) in two files is an error naming the
@@ -167,7 +177,8 @@ def load_rows_files(paths: list[str | Path]) -> ScoreInput:
             for line, record in reader:
                 yield _Located(name, line), record
 
-    return rows_from_records(chained(), source=", ".join(name for name, _ in records))
+    names = ", ".join(name for name, _ in records)
+    return rows_from_records(chained(), source=names, skipped=skipped)
 
 
 class _Located(int):
@@ -196,16 +207,19 @@ def rows_from_version(version: Any) -> ScoreInput:
     return ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(fields, columns, strict=True)})
 
 
-def resolve_dataset(spec: str) -> tuple[ScoreInput, str]:
-    """Rows and a label for ``spec``: a row file, ``PROJECT:vN`` or a DatasetVersion id."""
+def resolve_dataset(spec: str, *, skipped: list[str] | None = None) -> tuple[ScoreInput, str]:
+    """Rows and a label for ``spec``: row files (comma-separated), ``PROJECT:vN`` or a version id.
+
+    ``skipped``: see ``rows_from_records`` (files only; a version has no repeated rows).
+    """
     import re
 
     path = Path(spec)
     if path.is_file():
-        return load_rows_file(path), path.name
+        return load_rows_file(path, skipped=skipped), path.name
     parts = [part.strip() for part in spec.split(",") if part.strip()]
     if len(parts) > 1:
-        return load_rows_files(parts), ",".join(Path(part).name for part in parts)
+        return load_rows_files(parts, skipped=skipped), ",".join(Path(p).name for p in parts)
     from aggregation.models import DatasetVersion
 
     match = re.fullmatch(r"(?P<slug>[-\w]+):v(?P<number>\d+)", spec.strip())

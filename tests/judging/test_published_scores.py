@@ -157,3 +157,22 @@ def test_two_shards_with_one_row_twice_is_an_error_naming_both(tmp_path):
 
     with pytest.raises(CommandError, match=r"line 1 of b.parquet.*first on line 1 of a.parquet"):
         score(f"{first},{second}", str(path))
+
+
+def test_lenient_keeps_the_first_of_a_repeated_dataset_row(tmp_path):
+    rows = published_rows(4, 2, seed=9)
+    repeated = [
+        *rows,
+        {**rows[0], "preference": "model_b" if rows[0]["preference"] == "model_a" else "model_a"},
+    ]
+    data = tmp_path / "rows.jsonl"
+    write_jsonl([{k: v for k, v in r.items() if not k.startswith("_")} for r in repeated], data)
+    outputs = critic_lines(rows, seed=3)
+    path = write_jsonl(outputs, tmp_path / "judge.jsonl")
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="duplicate question id"):
+        score(str(data), str(path))
+    payload, err = score(str(data), str(path), "--lenient")
+    assert ours(payload, "judge") == reference_scores(rows, outputs)
+    assert f"1 repeated dataset rows skipped, the first kept (first: line {len(rows) + 1}" in err

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--lenient",
             action="store_true",
-            help="Skip unknown ids, duplicates and rows of another split with a warning.",
+            help="Skip unknown ids, duplicates and rows of another split with a warning; a "
+            "repeated question id keeps its first line (dataset and predictions), as the "
+            "published evaluation does.",
         )
         parser.add_argument("--split", choices=SPLIT_ORDER, help="Score one split only.")
         parser.add_argument("--n-boot", type=int, default=1000, help="Bootstrap replicates.")
@@ -59,9 +61,15 @@ class Command(BaseCommand):
         if options["n_boot"] < 0:
             raise CommandError("--n-boot must be 0 or more")
         try:
-            rows, label = resolve_dataset(options["dataset"])
+            skipped: list[str] | None = [] if options["lenient"] else None
+            rows, label = resolve_dataset(options["dataset"], skipped=skipped)
         except InputFileError as exc:
             raise CommandError(f"{options['dataset']}: {exc}") from None
+        if skipped:
+            self.stderr.write(
+                f"{label}: warning: {len(skipped)} repeated dataset rows skipped, the first kept "
+                f"(first: {skipped[0]})"
+            )
         if options["split"] and options["split"] not in rows.splits:
             raise CommandError(f"{label} has no rows of split {options['split']!r}")
         index = DatasetIndex(rows)
