@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
 from django.core.files.storage import default_storage
 
 from .importing import ImportRejected, samples_import
+from .importing.uploads import upload_discard
 from .models import Job
 from .services.jobs import job_execute
+
+logger = logging.getLogger(__name__)
 
 
 class ImportFileInvalid(Exception):
@@ -26,6 +30,7 @@ def import_samples_task(job_id: int) -> None:
 
     def work(job: Job, progress: Any) -> dict[str, Any]:
         params = job.params
+        filename = params.get("filename", "the file")
         try:
             report = samples_import(
                 project=job.project,
@@ -37,13 +42,21 @@ def import_samples_task(job_id: int) -> None:
             )
         except ImportRejected as exc:
             # The error list goes to the result so the page can show it as a table;
-            # the raise marks the job failed.
+            # the raise marks the job failed. A refused upload is not kept.
+            upload_discard(params["path"])
             Job.objects.filter(pk=job.pk).update(
                 result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
             )
             raise ImportFileInvalid(
-                f"{exc.count} error(s) in {params.get('filename', 'the file')}; "
-                "nothing was imported"
+                f"{exc.count} error(s) in {filename}; nothing was imported"
+            ) from None
+        except Exception:
+            # The traceback goes to the log only; the lead reads a message.
+            logger.exception("import job %s failed on %s", job.pk, params.get("path"))
+            upload_discard(params["path"])
+            raise ImportFileInvalid(
+                f"The import of {filename} failed on a server error; nothing was imported. "
+                f"The details are in the server log (job {job.pk})."
             ) from None
         return report.as_dict()
 

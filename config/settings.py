@@ -73,6 +73,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.request_guard.RequestGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -150,8 +151,14 @@ STORAGES = {
 # Serve static files from the app folders too, so gunicorn works without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# --- Request size limits --------------------------------------------------------------------
+# config.request_guard answers 413 (with the limit in the message) above these, before reading
+# the body. Field limits of the data itself (samples, votes, predictions) are in
+# annotation/importing/limits.py.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # any body but a multipart upload
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # larger uploaded files go to a temporary file
+UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_MB", "100")) * 1024 * 1024  # one upload
 
 # --- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
@@ -192,6 +199,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every API operation documents the errors it can give (400/401/403/404/413/429).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "aggregation.api.schema.add_common_errors",
+    ],
 }
 
 # --- Security when deployed -----------------------------------------------------------------

@@ -9,12 +9,12 @@ are not read from Parquet, so the embedded images are never loaded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from annotation.importing.limits import JsonInputError, bounded_lines, json_loads, line_too_long
 from annotation.splits import split_key
 from judging.errors import DatasetFileError
 from judging.metrics import MODEL_A, MODEL_B, SPLIT_ORDER, ScoreInput
@@ -107,14 +107,18 @@ def rows_from_records(
 
 
 def _jsonl_records(path: Path):
-    with path.open(encoding="utf-8-sig") as handle:
-        for line_no, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for line_no, raw in bounded_lines(handle):
+            if raw is None:
+                raise DatasetFileError(line_too_long(), line=line_no)
+            if line_no == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
             if not raw.strip():
                 continue
             try:
-                yield line_no, json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DatasetFileError(f"not valid JSON ({exc.msg})", line=line_no) from None
+                yield line_no, json_loads(raw)
+            except JsonInputError as exc:
+                raise DatasetFileError(f"not valid JSON ({exc})", line=line_no) from None
 
 
 def _parquet_records(path: Path):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +26,15 @@ from typing import IO, Any
 
 import numpy as np
 
+from annotation.importing.limits import (
+    CSV_FIELD_MAX_CHARS,
+    JUDGE_OUTPUT_MAX_CHARS,
+    PREDICTION_NAME_MAX_CHARS,
+    JsonInputError,
+    json_loads,
+    shown_value,
+    text_problem,
+)
 from annotation.splits import split_key
 from judging.errors import PredictionsFileError
 from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput
@@ -36,6 +44,9 @@ ProgressFn = Callable[[int, int | None], None]
 #: Fields holding the judge's raw text, in the order they are looked at.
 RAW_FIELDS = ("output", "critic")
 _EXPLICIT = {"model_a": MODEL_A, "model_b": MODEL_B, "a": MODEL_A, "b": MODEL_B}
+# Short fields of a line; anything else (prediction, output, extra columns) may be long.
+_NAME_FIELDS = ("question_id", "prompt_id", "criterion", "judge", "split", "run")
+RUN_MAX = 32767
 _EXCERPT = 200
 _PROGRESS_EVERY = 10_000
 
@@ -137,7 +148,10 @@ def _detect_format(handle: IO[str], name: str) -> str:
     if suffix in (".jsonl", ".json", ".ndjson"):
         return "jsonl"
     start = handle.tell()
-    head = handle.read(4096).lstrip()
+    try:
+        head = handle.read(4096).lstrip()
+    except UnicodeDecodeError as exc:
+        raise PredictionsFileError(f"the file is not UTF-8 text ({exc.reason})") from None
     handle.seek(start)
     return "jsonl" if head.startswith("{") else "csv"
 
@@ -147,18 +161,48 @@ def _jsonl_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise PredictionsFileError(f"not valid JSON ({exc.msg})", line=line_no) from None
+            record = json_loads(raw, check_text=False)  # _check_record names the field
+        except JsonInputError as exc:
+            raise PredictionsFileError(f"not valid JSON ({exc})", line=line_no) from None
         if not isinstance(record, dict):
             raise PredictionsFileError("a line must be a JSON object", line=line_no)
         yield line_no, record
+
+
+def _check_record(record: dict, line: int) -> None:
+    """Every text of the line is storable and within its limit (names short, outputs long)."""
+    for key, value in record.items():
+        key_problem = text_problem(str(key), max_chars=PREDICTION_NAME_MAX_CHARS)
+        if key_problem:
+            raise PredictionsFileError(f"a column name {key_problem}", line=line)
+        if not isinstance(value, str):
+            continue
+        limit = PREDICTION_NAME_MAX_CHARS if key in _NAME_FIELDS else JUDGE_OUTPUT_MAX_CHARS
+        problem = text_problem(value, max_chars=limit)
+        if problem:
+            raise PredictionsFileError(problem, line=line, field=str(key))
+
+
+def _checked(records: Iterator[tuple[int, dict]]) -> Iterator[tuple[int, dict]]:
+    """The records with their texts checked; decoding and CSV errors named, never raised raw."""
+    line = 0
+    try:
+        for line, record in records:
+            _check_record(record, line)
+            yield line, record
+    except UnicodeDecodeError as exc:
+        raise PredictionsFileError(
+            f"the file is not UTF-8 text ({exc.reason})", line=line + 1 if line else None
+        ) from None
+    except csv.Error as exc:
+        raise PredictionsFileError(f"unreadable CSV ({exc})", line=line + 1) from None
 
 
 def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
     # csv.reader rather than DictReader: DictReader drops blank rows silently, which would
     # shift the line numbers in error messages.
     reader = csv.reader(handle)
+    _lift_csv_field_limit()
     header = [h.strip() for h in next(reader, [])]
     if not header:
         raise PredictionsFileError("the CSV file has no header line", line=1)
@@ -184,6 +228,13 @@ def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
         yield line_no, dict(zip(header, cells, strict=False))
 
 
+def _lift_csv_field_limit() -> None:
+    # The csv module's own limit (131,072) would stop a long judge output with a bare error;
+    # above ours, _check_record names the line and column.
+    if csv.field_size_limit() < CSV_FIELD_MAX_CHARS:
+        csv.field_size_limit(CSV_FIELD_MAX_CHARS)
+
+
 def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
@@ -207,12 +258,16 @@ def _run_index(value: Any, line: int) -> int:
         run = int(str(value).strip()) if not isinstance(value, int | float) else int(value)
         if isinstance(value, float) and value != run:
             raise ValueError
-    except ValueError:
+    except (ValueError, OverflowError):
         raise PredictionsFileError(
-            f"must be a whole number, got {value!r}", line=line, field="run"
+            f"must be a whole number, got {shown_value(value)}", line=line, field="run"
         ) from None
     if run < 0:
         raise PredictionsFileError(f"must be 0 or more, got {run}", line=line, field="run")
+    if run > RUN_MAX:
+        raise PredictionsFileError(
+            f"must be {RUN_MAX} or less, got {shown_value(run)}", line=line, field="run"
+        )
     return run
 
 
@@ -246,7 +301,7 @@ def read_predictions(
 
     with handle:
         fmt = _detect_format(handle, name)
-        records = _jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle)
+        records = _checked(_jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle))
         for line, record in records:
             lines += 1
             if progress is not None and lines % _PROGRESS_EVERY == 0:

@@ -112,6 +112,15 @@ class RowOutSerializer(serializers.Serializer):
         return out
 
 
+class RowsPageOutSerializer(serializers.Serializer):
+    """One page of rows, as the rows endpoint answers (page-number pagination)."""
+
+    count = serializers.IntegerField(help_text="Rows matching the filters, on all pages.")
+    next = serializers.URLField(allow_null=True, help_text="The next page, or null.")
+    previous = serializers.URLField(allow_null=True, help_text="The previous page, or null.")
+    results = RowOutSerializer(many=True)
+
+
 class RowsQuerySerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=Split.choices, required=False)
     criterion = serializers.SlugField(max_length=60, required=False)

@@ -32,6 +32,7 @@ from .serializers import (
     ErrorOutSerializer,
     ProjectOutSerializer,
     RowOutSerializer,
+    RowsPageOutSerializer,
     RowsQuerySerializer,
     VersionDetailOutSerializer,
     VersionOutSerializer,
@@ -138,7 +139,14 @@ def version_detail(request: Request, slug: str, number: int) -> Response:
     operation_id="version_rows",
     summary="A version's rows, paginated, optionally filtered by split and criterion",
     parameters=[RowsQuerySerializer],
-    responses={200: RowOutSerializer(many=True), 400: OpenApiTypes.OBJECT, **AUTH_ERRORS},
+    responses={
+        200: RowsPageOutSerializer,
+        400: OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="A bad filter or page: each parameter with its messages, or `detail`.",
+        ),
+        **AUTH_ERRORS,
+    },
     tags=TAGS,
 )
 @api_view(["GET"])

@@ -23,8 +23,9 @@ from typing import Any
 
 from ..splits import split_key
 from .candidates import Candidate
-from .errors import Problem
+from .errors import ImportRejected, Problem
 from .jsonl import json_line
+from .limits import FIELD_MAX_CHARS, bounded_lines, shown_value, text_problem, value_problem
 from .records import image_ref_parse
 from .sources import ImportSource
 
@@ -57,20 +58,57 @@ def _iter_rows(source: ImportSource) -> Iterator[tuple[int, dict | None, Problem
         with source.open_data() as handle:
             try:
                 parquet = pq.ParquetFile(handle)
+            except ImportRejected:
+                raise
             except Exception as exc:  # pyarrow raises several types for a broken file
                 yield 0, None, Problem(None, "file", f"not a readable Parquet file ({exc})")
                 return
             row = 0
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                for obj in batch.to_pylist():
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS)
+            while True:
+                try:
+                    batch = next(batches, None)
+                    objs = [] if batch is None else batch.to_pylist()
+                except ImportRejected:
+                    raise
+                except Exception as exc:  # a damaged page or a value pyarrow cannot convert
+                    message = f"rows after {row} cannot be read ({exc})"
+                    yield row + 1, None, Problem(row + 1, "file", message, "row")
+                    return
+                if batch is None:
+                    return
+                for obj in objs:
                     row += 1
-                    yield row, obj, None
+                    problem = value_problem(obj)
+                    if problem:
+                        name, message = problem
+                        yield row, None, Problem(row, name or "row", message, "row")
+                    else:
+                        yield row, obj, None
         return
     with source.open_data() as handle:
-        for line, raw in enumerate(handle, start=1):
-            if raw.strip():
+        for line, raw in bounded_lines(handle):
+            if raw is None or raw.strip():
                 obj, problem = json_line(raw, line, unit="row")
                 yield line, obj, problem
+
+
+def _row_type_problems(obj: dict, row: int) -> list[Problem]:
+    """Ids, criterion and split must be short text (ids may be whole numbers)."""
+    problems = []
+    for name in ("prompt_id", "question_id", "criterion", "split"):
+        value = obj.get(name)
+        if value is None:
+            continue
+        numeric_id = name in ("prompt_id", "question_id") and type(value) is int
+        if not isinstance(value, str) and not numeric_id:
+            problems.append(Problem(row, name, f"must be text, got {type(value).__name__}", "row"))
+            continue
+        limit = FIELD_MAX_CHARS.get("external_id" if name == "prompt_id" else name, 200)
+        message = text_problem(str(value), max_chars=limit)
+        if message:
+            problems.append(Problem(row, name, message, "row"))
+    return problems
 
 
 class RowStore:
@@ -145,11 +183,17 @@ class RowStore:
                 row_problems.append(
                     Problem(row, "image", "missing field (image or image_path)", unit)
                 )
+            row_problems.extend(_row_type_problems(obj, row))
             preference = obj.get("preference")
-            if preference is not None and preference not in ROW_PREFERENCES:
+            if preference is not None and (
+                not isinstance(preference, str) or preference not in ROW_PREFERENCES
+            ):
                 row_problems.append(
                     Problem(
-                        row, "preference", f"must be model_a or model_b, got {preference!r}", unit
+                        row,
+                        "preference",
+                        f"must be model_a or model_b, got {shown_value(preference)}",
+                        unit,
                     )
                 )
             if split_key(obj.get("split")):
@@ -162,7 +206,12 @@ class RowStore:
                 ):
                     where = f" for split {split}" if keys is not None else ""
                     row_problems.append(
-                        Problem(row, "criterion", f"unknown criterion {criterion!r}{where}", unit)
+                        Problem(
+                            row,
+                            "criterion",
+                            f"unknown criterion {shown_value(criterion)}{where}",
+                            unit,
+                        )
                     )
             image, image_error = (None, None)
             if image_value is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..models import Choice, PairType, Split
 from ..splits import split_key
+from .limits import FIELD_MAX_CHARS, metadata_problem, shown_value, text_problem
 
 SPLITS = {value for value, _ in Split.choices}
 PAIR_TYPES = {value for value, _ in PairType.choices}
@@ -22,7 +23,18 @@ PREFERENCES = {
     "model_a": Choice.A.value,
     "model_b": Choice.B.value,
 }
-MAX_LENGTHS = {"external_id": 200, "model_a": 200, "model_b": 200, "source": 120}
+TEXT_FIELDS = (
+    "external_id",
+    "split",
+    "question",
+    "response_a",
+    "response_b",
+    "model_a",
+    "model_b",
+    "source",
+    "reference_answer",
+)
+PAIR_HINT = "cross_model or same_model"
 REQUIRED = ("external_id", "split", "question", "response_a", "response_b", "image")
 
 
@@ -133,24 +145,24 @@ def sample_validate(
     external_id = data.get("external_id")
     if isinstance(external_id, int) and not isinstance(external_id, bool):
         external_id = str(external_id)
-    for name in ("external_id", "split", "question", "response_a", "response_b"):
+    for name in TEXT_FIELDS:
         value = external_id if name == "external_id" else data.get(name)
-        if value is not None and not isinstance(value, str):
+        if value is None:
+            continue
+        if not isinstance(value, str):
             bad(name, f"must be text, got {type(value).__name__}")
-    for name in ("model_a", "model_b", "source", "reference_answer"):
-        value = data.get(name)
-        if value is not None and not isinstance(value, str):
-            bad(name, f"must be text, got {type(value).__name__}")
-    for name, limit in MAX_LENGTHS.items():
-        value = external_id if name == "external_id" else data.get(name)
-        if isinstance(value, str) and len(value) > limit:
-            bad(name, f"longer than {limit} characters")
+            continue
+        message = text_problem(value, max_chars=FIELD_MAX_CHARS.get(name))
+        if message:
+            bad(name, message)
 
     split = data.get("split")
     if isinstance(split, str) and split_key(split):
         split = split_key(split)  # openEnded, open-ended, ... are stored as open_ended
     if isinstance(split, str) and split and split not in SPLITS:
         bad("split", f"unknown split {split!r} (expected {' or '.join(sorted(SPLITS))})")
+    if not isinstance(split, str):
+        split = None  # reported above; nothing below may hash or compare it
 
     pair_type = data.get("pair_type")
     if not pair_type:
@@ -158,10 +170,12 @@ def sample_validate(
         same = isinstance(data.get("model_a"), str) and data.get("model_a") == data.get("model_b")
         same = same and bool(data["model_a"].strip())
         pair_type = PairType.SAME_MODEL.value if same else PairType.CROSS_MODEL.value
-    if isinstance(pair_type, str):
+    if not isinstance(pair_type, str):
+        bad("pair_type", f"must be cross_model or same_model, got {shown_value(pair_type)}")
+    else:
         pair_type = PAIR_ALIASES.get(pair_type, pair_type)
-    if pair_type not in PAIR_TYPES:
-        bad("pair_type", f"unknown pair type {pair_type!r} (expected cross_model or same_model)")
+        if pair_type not in PAIR_TYPES:
+            bad("pair_type", f"unknown pair type {shown_value(pair_type)} (expected {PAIR_HINT})")
 
     is_seed = data.get("is_seed", False)
     if is_seed is None:
@@ -173,18 +187,26 @@ def sample_validate(
     if not isinstance(metadata, dict):
         bad("metadata", "must be a JSON object")
         metadata = {}
+    else:
+        meta_problem = metadata_problem(metadata)
+        if meta_problem:
+            path, message = meta_problem
+            bad(f"metadata.{path}" if path else "metadata", message)
 
     references: dict[str, str] = {}
     raw_refs = data.get("reference") or {}
     if not isinstance(raw_refs, dict):
         bad("reference", 'must be an object like {"completeness": "A"}')
         raw_refs = {}
-    keys = criteria.get(split, set()) if isinstance(split, str) else set()
+    keys = criteria.get(split, set()) if split is not None else set()
     for key, value in raw_refs.items():
-        if split in SPLITS and key not in keys:
+        key_problem = text_problem(str(key), max_chars=FIELD_MAX_CHARS["criterion"])
+        if key_problem:
+            bad("reference", f"criterion key {key_problem}")
+        elif split in SPLITS and key not in keys:
             bad(f"reference.{key}", f"unknown criterion {key!r} for split {split}")
-        elif value not in PREFERENCES:
-            bad(f"reference.{key}", f"preference must be A, B or tie, got {value!r}")
+        elif not isinstance(value, str) or value not in PREFERENCES:
+            bad(f"reference.{key}", f"preference must be A, B or tie, got {shown_value(value)}")
         else:
             references[key] = PREFERENCES[value]
 

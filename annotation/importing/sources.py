@@ -9,7 +9,6 @@ named that way (zip slip), before anything is read.
 from __future__ import annotations
 
 import abc
-import json
 import posixpath
 import re
 import zipfile
@@ -19,10 +18,19 @@ from pathlib import Path
 from typing import IO
 
 from .errors import ImportRejected, Problem
+from .limits import (
+    IMAGE_MAX_BYTES,
+    ZIP_MAX_DATA_BYTES,
+    JsonInputError,
+    bounded_lines,
+    json_loads,
+    size_text,
+)
+from .zipguard import ZipMemberError, member_open, member_read, zip_limit_problems
 
 DATA_SUFFIXES = (".jsonl", ".ndjson", ".parquet")
 # A single image file larger than this is refused before it is read into memory.
-MAX_IMAGE_BYTES = 50 * 1024 * 1024
+MAX_IMAGE_BYTES = IMAGE_MAX_BYTES
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -88,7 +96,7 @@ class FileSource(ImportSource):
                 raise ImageRefError(f"path leaves the images folder: {relative!r}")
             if target.is_file():
                 if target.stat().st_size > MAX_IMAGE_BYTES:
-                    raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
+                    raise ImageRefError(f"image file larger than {size_text(MAX_IMAGE_BYTES)}")
                 return target.read_bytes()
             tried.append(shown.format(relative))
         raise ImageRefError(f"image file not found: {relative!r} (tried {', '.join(tried)})")
@@ -110,7 +118,7 @@ class ZipSource(ImportSource):
             self.roots.append(self.base)
 
     def open_data(self) -> IO[bytes]:
-        return self.archive.open(self.data_name)
+        return member_open(self.archive, self.data_name, ZIP_MAX_DATA_BYTES)
 
     def _read(self, relative: str) -> bytes:
         tried = []
@@ -119,8 +127,11 @@ class ZipSource(ImportSource):
             info = self.entries.get(name)
             if info is not None:
                 if info.file_size > MAX_IMAGE_BYTES:
-                    raise ImageRefError(f"image file larger than {MAX_IMAGE_BYTES // 2**20} MB")
-                return self.archive.read(info)
+                    raise ImageRefError(f"image file larger than {size_text(MAX_IMAGE_BYTES)}")
+                try:
+                    return member_read(self.archive, info, MAX_IMAGE_BYTES)
+                except ZipMemberError as exc:
+                    raise ImageRefError(str(exc)) from None
             tried.append(name)
         raise ImageRefError(f"image not found in the zip: {relative!r} (tried {', '.join(tried)})")
 
@@ -171,7 +182,7 @@ def source_open(path: str | Path, *, images: str | Path | None = None) -> Iterat
     if suffix == ".zip":
         try:
             archive = zipfile.ZipFile(path)
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise ImportRejected([Problem(None, "file", f"not a valid zip file ({exc})")]) from exc
         with archive:
             problems = zip_problems(archive)
@@ -187,7 +198,11 @@ def source_open(path: str | Path, *, images: str | Path | None = None) -> Iterat
                         )
             if problems:
                 raise ImportRejected(problems)
-            yield ZipSource(archive, _zip_data_name(archive), str(images) if images else None)
+            data_name = _zip_data_name(archive)
+            problems = zip_limit_problems(archive, data_name)
+            if problems:
+                raise ImportRejected(problems)
+            yield ZipSource(archive, data_name, str(images) if images else None)
         return
     if suffix not in DATA_SUFFIXES:
         raise ImportRejected(
@@ -201,12 +216,14 @@ def source_open(path: str | Path, *, images: str | Path | None = None) -> Iterat
 def jsonl_looks_like_rows(source: ImportSource) -> bool:
     """True when the first JSON object of a JSONL file is a Multi-Crit row (one per criterion)."""
     with source.open_data() as handle:
-        for raw in handle:
+        for _, raw in bounded_lines(handle):
+            if raw is None:
+                return False
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-            except ValueError:
+                obj = json_loads(raw)
+            except JsonInputError:
                 return False
             return isinstance(obj, dict) and "prompt_id" in obj and "criterion" in obj
     return False

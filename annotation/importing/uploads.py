@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
@@ -12,6 +14,9 @@ from django.utils.text import get_valid_filename
 
 from ..models import Job, Project
 from ..services.jobs import job_create, job_enqueue
+from .limits import size_text
+
+logger = logging.getLogger(__name__)
 
 UPLOAD_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".zip")
 
@@ -28,6 +33,9 @@ def import_upload_enqueue(
     """Store the upload under ``imports/`` and queue the task that validates and imports it."""
     from ..tasks_import import import_samples_task
 
+    problem = upload_size_problem(file)
+    if problem:
+        raise ValueError(problem)
     filename = Path(getattr(file, "name", "") or "upload.jsonl").name
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     path = default_storage.save(
@@ -49,3 +57,20 @@ def import_upload_enqueue(
         )
         job_enqueue(job, import_samples_task)
     return job
+
+
+def upload_size_problem(file: IO) -> str | None:
+    """Why an upload is refused before it is stored: larger than ``UPLOAD_MAX_BYTES``."""
+    limit = settings.UPLOAD_MAX_BYTES
+    size = getattr(file, "size", None)
+    if size is not None and size > limit:
+        return f"The file is {size_text(size)}; uploads are limited to {size_text(limit)}."
+    return None
+
+
+def upload_discard(path: str) -> None:
+    """Remove a stored upload that was refused or whose import failed."""
+    try:
+        default_storage.delete(path)
+    except OSError:
+        logger.warning("could not remove the refused upload %s", path, exc_info=True)

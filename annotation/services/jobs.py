@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -82,7 +81,9 @@ def job_execute(job_id: int, work: Callable[[Job, ProgressReporter], dict[str, A
         message = str(exc) or exc.__class__.__name__
         Job.objects.filter(pk=job_id).update(
             status=Job.Status.FAILED,
-            error=f"{message}\n\n{traceback.format_exc(limit=5)}"[:20000],
+            # Shown on the job card: the message only. The traceback (server paths, code) is
+            # in the log written just above.
+            error=message[:20000],
             message=message[:300],
             finished_at=timezone.now(),
         )

@@ -23,6 +23,7 @@ from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
 from .. import tiecap
+from ..importing.limits import RATIONALE_MAX_CHARS, text_problem
 from ..models import (
     Choice,
     Project,
@@ -94,6 +95,15 @@ def vote_submit(
     if shown_choice not in SHOWN_CHOICES:
         raise VoteRejected("choice", "Choose A, B or tie.")
     rationale = (rationale or "").strip()
+    if len(rationale) > RATIONALE_MAX_CHARS:
+        raise VoteRejected(
+            "rationale",
+            f"The rationale is longer than {RATIONALE_MAX_CHARS:,} characters "
+            f"({len(rationale):,}).",
+        )
+    problem = text_problem(rationale)
+    if problem:
+        raise VoteRejected("rationale", f"The rationale {problem}.")
     minimum = project.rationale_min_chars
     if len(rationale) < minimum:
         raise VoteRejected(

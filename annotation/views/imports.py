@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from .. import selectors
 from ..curation import FILTERS
+from ..importing.limits import size_text
 from ..importing.sources import unsafe_path
-from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue
+from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue, upload_size_problem
 from ..models import Job, Project
 from ..permissions import lead_required
 
@@ -49,10 +53,18 @@ class ImportUploadForm(forms.Form):
         help_text="Applied in this order to formal samples; seed samples are never filtered.",
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        limit = size_text(settings.UPLOAD_MAX_BYTES)
+        self.fields["file"].help_text += f" At most {limit}."
+
     def clean_file(self):
         file = self.cleaned_data["file"]
         if not file.name.lower().endswith(UPLOAD_SUFFIXES):
             raise forms.ValidationError("Upload a .jsonl, .parquet or .zip file.")
+        problem = upload_size_problem(file)
+        if problem:
+            raise forms.ValidationError(problem)
         return file
 
     def clean(self) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -13,7 +14,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,6 +27,7 @@ from annotation.selectors import project_get
 from .. import selectors, services
 from ..models import JudgeRun, Scorecard
 from ..views import project_visible
+from .parsers import BoundedJSONParser
 from .serializers import (
     PredictionsSubmitSerializer,
     ScorecardDetailSerializer,
@@ -67,6 +70,32 @@ def _as_file(items: list[dict[str, Any]]) -> io.BytesIO:
     return data
 
 
+def _error_response(
+    detail: str, errors: list[dict[str, Any]], *, with_message: bool = True
+) -> Response:
+    """A 400 in the one shape the schema documents: ``detail`` and ``errors`` (line, field)."""
+    if with_message:
+        errors = [{**error, "message": detail} for error in errors]
+    return Response({"detail": detail, "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _flat_errors(errors: Any, prefix: str = "") -> Iterator[dict[str, Any]]:
+    """Serializer errors as ``{"line", "field", "message"}``; ``predictions`` items are lines."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if prefix == "predictions" and str(key).isdigit():
+                for error in _flat_errors(value, prefix):
+                    yield {**error, "line": int(key) + 1}
+                continue
+            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else key)
+            yield from _flat_errors(value, name)
+    elif isinstance(errors, list):
+        for value in errors:
+            yield from _flat_errors(value, prefix)
+    else:
+        yield {"line": None, "field": prefix or None, "message": str(errors)}
+
+
 @extend_schema(
     operation_id="predictions_submit",
     summary="Submit a judge's predictions for a dataset version",
@@ -92,12 +121,20 @@ def _as_file(items: list[dict[str, Any]]) -> io.BytesIO:
     tags=["judging"],
 )
 @api_view(["POST"])
-@parser_classes([JSONParser, MultiPartParser, FormParser])
+@parser_classes([BoundedJSONParser, MultiPartParser, FormParser])
 def predictions_submit(request: Request, slug: str, number: int) -> Response:
     _check_may_submit(request)
     version = _version(request, slug, number)
-    serializer = PredictionsSubmitSerializer(data=request.data)
-    serializer.is_valid(raise_exception=True)
+    try:
+        payload = request.data
+    except ParseError as exc:
+        return _error_response(str(exc.detail), [{"line": None, "field": None}])
+    serializer = PredictionsSubmitSerializer(data=payload)
+    if not serializer.is_valid():
+        errors = list(_flat_errors(serializer.errors))
+        return _error_response(
+            f"{errors[0]['field']}: {errors[0]['message']}", errors, with_message=False
+        )
     data = serializer.validated_data
     upload = data.get("file") or _as_file(data["predictions"])
     try:
@@ -113,8 +150,7 @@ def predictions_submit(request: Request, slug: str, number: int) -> Response:
             source=JudgeRun.Source.API,
         )
     except services.UploadRejected as exc:
-        body = {"detail": exc.message, "errors": [exc.as_dict()]}
-        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return _error_response(exc.message, [exc.as_dict()], with_message=False)
     body = UploadResultSerializer(
         {"runs": result.runs, "scorecards": result.scorecards, "warnings": result.warnings},
         context={"request": request},

@@ -4,7 +4,10 @@ document.addEventListener("htmx:responseError", function (event) {
   if (!box) return;
   const toast = document.createElement("div");
   toast.className = "toast toast-error";
-  toast.textContent = "The server answered " + event.detail.xhr.status + ". Please try again.";
+  // A refused request (too large, bad address) says why in a header; anything else is generic.
+  const refusal = event.detail.xhr.getResponseHeader("X-Refusal-Message");
+  toast.textContent =
+    refusal || "The server answered " + event.detail.xhr.status + ". Please try again.";
   box.appendChild(toast);
 });
 document.body.addEventListener("toast", function (event) {

@@ -105,7 +105,9 @@ def test_a_bad_line_is_a_400_naming_line_and_field_and_stores_nothing(api, lead,
 def test_the_request_needs_predictions_or_a_file(api, lead, version):
     auth(api, make_token(lead, scope="predictions"))
     response = api.post(submit_url(version), {"judge": "j"}, format="json")
-    assert response.status_code == 400 and "predictions" in response.json()
+    assert response.status_code == 400
+    assert [(e["line"], e["field"]) for e in response.json()["errors"]] == [(None, "predictions")]
+    assert response.json()["detail"].startswith("predictions: Send either a predictions list")
 
 
 def test_a_lead_session_uploads_a_file(api, lead, version):

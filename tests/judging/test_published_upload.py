@@ -118,7 +118,9 @@ def test_api_accepts_critic_lines_and_a_template_file(lead, version):
         format="multipart",
     )
     assert response.status_code == 400
-    assert "template_hash" in response.json()
+    body = response.json()
+    assert [e["field"] for e in body["errors"]] == ["template_hash"]
+    assert "0" * 64 in body["detail"]
     assert not JudgeRun.objects.filter(judge="j3").exists()
 
 
