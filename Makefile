@@ -27,7 +27,7 @@ dev-venv: $(VENV)/.installed-dev
 
 demo: venv
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --no-input
-	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py demo_setup
+	env -u DATABASE_URL -u CELERY_BROKER_URL DEMO_HOST=$(HOST) DEMO_PORT=$(PORT) $(PY) manage.py demo_setup
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: dev-venv
