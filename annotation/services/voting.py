@@ -25,7 +25,7 @@ from typing import Any
 
 from django.apps import apps
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Count, DateTimeField, F, Q, Value, When
+from django.db.models import Case, Count, DateTimeField, F, Max, Q, Subquery, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -225,6 +225,36 @@ def revision_locked(
     if window == RevisionWindow.UNTIL_COMPLETE:
         return True
     return labelled_at is not None and labelled_at >= vote_changed_at
+
+
+def vote_lock_message(*, project: Project, vote: Vote | None) -> str | None:
+    """Why the annotator may not revise ``vote`` now, or None (one query; formal votes only)."""
+    if vote is None or vote.round != Vote.FORMAL_ROUND:
+        return None
+    if project.vote_revision_window == RevisionWindow.ALWAYS:
+        return None
+    label = apps.get_model("aggregation", "CriterionLabel")
+    slot = (
+        Slot.objects.filter(sample_id=vote.sample_id, annotator_id=vote.annotator_id)
+        .annotate(
+            labelled_at=Subquery(
+                label.objects.filter(sample_id=vote.sample_id)
+                .values("sample_id")
+                .annotate(last=Max("computed_at"))
+                .values("last")[:1]
+            )
+        )
+        .values("completed_at", "labelled_at")
+        .first()
+    )
+    if slot is None or not revision_locked(
+        window=project.vote_revision_window,
+        slot_completed_at=slot["completed_at"],
+        labelled_at=slot["labelled_at"],
+        vote_changed_at=vote.updated_at,
+    ):
+        return None
+    return REVISION_LOCKED[project.vote_revision_window]
 
 
 REVISION_LOCKED = {

@@ -169,3 +169,15 @@ def test_labeling_screen_says_why_a_locked_vote_was_not_changed(client, project,
     body = response.content.decode()
     assert escape(REVISION_LOCKED[RevisionWindow.UNTIL_AGGREGATION]) in body
     assert Vote.objects.get(pk=vote.pk).choice == Choice.A
+
+
+def test_back_to_a_locked_vote_says_so_before_any_edit(client, project, user):
+    vote = complete_one_sample(project, user)
+    client.force_login(user)
+    item_url = reverse("label-item", args=[project.slug, vote.sample_id, vote.criterion_id])
+    message = escape(REVISION_LOCKED[RevisionWindow.UNTIL_AGGREGATION])
+    assert message not in client.get(item_url).content.decode()
+    project_aggregate(project=project, n_boot=0)
+    assert message in client.get(item_url).content.decode()
+    back = client.get(reverse("label-back", args=[project.slug]), **HTMX)
+    assert back.status_code == 200 and message in back.content.decode()
