@@ -216,3 +216,16 @@ def test_web_download_follows_the_same_rule(project, lead, annotators, versions,
     client.force_login(lead)
     for kind in KINDS:
         assert client.get(f"/projects/test-project/versions/1/files/{kind}").status_code == 200
+
+
+def test_schema_documents_the_lead_only_403s(client, lead):
+    client.force_login(lead)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    paths = schema["paths"]
+    for path in (
+        "/api/projects/{slug}/versions/{number}/rows/",
+        "/api/projects/{slug}/versions/{number}/files/{kind}",
+    ):
+        operation = paths[path]["get"]
+        assert "names annotators" in operation["responses"]["403"]["description"], path
+        assert "lead" in operation["description"].lower(), path
