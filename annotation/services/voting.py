@@ -13,9 +13,11 @@ two tabs cannot both spend the last tie.
 
 Revisions: once the annotator's slot on a sample is complete, a formal vote may be revised only
 within the project's ``vote_revision_window`` (:func:`revision_locked`): by default until an
-aggregation has produced labels for the sample after the vote's last change, so nobody changes
-an answer after the labels (and others' votes) have been put together. Every revision keeps the
-previous value, who replaced it and when (VoteRevision).
+aggregation of the sample's split has run after the vote's last change and the sample has labels,
+so nobody changes an answer after the labels (and others' votes) have been put together. The
+clock is the split's agreement snapshot, rewritten by every run, not the labels' own time, which
+a run leaves alone when a label comes out unchanged. Every revision keeps the previous value, who
+replaced it and when (VoteRevision).
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ from typing import Any
 
 from django.apps import apps
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Count, DateTimeField, F, Max, Q, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -147,6 +160,7 @@ def _vote_context(
         "slot": Slot._meta.db_table,
         "vote": Vote._meta.db_table,
         "label": apps.get_model("aggregation", "CriterionLabel")._meta.db_table,
+        "snapshot": apps.get_model("aggregation", "AgreementSnapshot")._meta.db_table,
     }
     vote = (
         f"(SELECT v.id FROM {t['vote']} v WHERE v.sample_id = %s AND v.criterion_id = %s"
@@ -155,8 +169,9 @@ def _vote_context(
     sql = (
         "SELECT m.*, sl.id AS slot_id, sl.swap_ab AS slot_swap, fs.split AS slot_split,"
         " sl.completed_at AS slot_completed_at,"
-        f" (SELECT MAX(l.computed_at) FROM {t['label']} l WHERE l.sample_id = fs.id)"
-        " AS labelled_at,"
+        f" (SELECT a.computed_at FROM {t['snapshot']} a WHERE a.project_id = fs.project_id"
+        f"  AND a.split = fs.split AND EXISTS (SELECT 1 FROM {t['label']} l"
+        "  WHERE l.sample_id = fs.id)) AS labelled_at,"
         f" (SELECT x.split FROM {t['sample']} x WHERE x.id = %s AND x.project_id = m.project_id"
         "  AND x.is_seed = %s AND x.status = %s) AS seed_split, "
         + vote.format(round="0")
@@ -198,10 +213,10 @@ def _vote_context(
 
 
 def _as_datetime(value: Any) -> datetime | None:
-    """A raw column's timestamp (SQLite hands raw extra columns back as text)."""
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(str(value))
+    """A raw column's timestamp, aware (SQLite hands raw extra columns back naive or as text)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
     if parsed is not None and timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, UTC)
     return parsed
@@ -217,8 +232,9 @@ def revision_locked(
     """Whether a formal vote may no longer be revised, under the project's revision window.
 
     Votes on a slot still in progress are always revisable. Once it is complete:
-    ``until_aggregation`` locks the vote when an aggregation has produced the sample's labels
-    at or after the vote's last change; ``until_complete`` locks it at once; ``always`` never.
+    ``until_aggregation`` locks the vote once the sample has labels and its split was last
+    aggregated (``labelled_at``) at or after the vote's last change; ``until_complete`` locks
+    it at once; ``always`` never.
     """
     if slot_completed_at is None or window == RevisionWindow.ALWAYS:
         return False
@@ -234,16 +250,13 @@ def vote_lock_message(*, project: Project, vote: Vote | None) -> str | None:
     if project.vote_revision_window == RevisionWindow.ALWAYS:
         return None
     label = apps.get_model("aggregation", "CriterionLabel")
+    snapshot = apps.get_model("aggregation", "AgreementSnapshot")
+    aggregated = snapshot.objects.filter(
+        project_id=OuterRef("sample__project_id"), split=OuterRef("sample__split")
+    ).filter(Exists(label.objects.filter(sample_id=vote.sample_id)))
     slot = (
         Slot.objects.filter(sample_id=vote.sample_id, annotator_id=vote.annotator_id)
-        .annotate(
-            labelled_at=Subquery(
-                label.objects.filter(sample_id=vote.sample_id)
-                .values("sample_id")
-                .annotate(last=Max("computed_at"))
-                .values("last")[:1]
-            )
-        )
+        .annotate(labelled_at=Subquery(aggregated.values("computed_at")[:1]))
         .values("completed_at", "labelled_at")
         .first()
     )

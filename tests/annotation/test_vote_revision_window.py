@@ -181,3 +181,20 @@ def test_back_to_a_locked_vote_says_so_before_any_edit(client, project, user):
     assert message in client.get(item_url).content.decode()
     back = client.get(reverse("label-back", args=[project.slug]), **HTMX)
     assert back.status_code == 200 and message in back.content.decode()
+
+
+def test_an_aggregation_that_leaves_the_labels_unchanged_still_locks(project, user, lead):
+    vote = complete_one_sample(project, user)
+    project_aggregate(project=project, n_boot=0)
+    project_settings_update(project=project, by=lead, vote_revision_window=RevisionWindow.ALWAYS)
+    project.refresh_from_db()
+    # A new rationale, the same choice: the next aggregation writes no label of the sample.
+    submit(project, user, vote, choice="A", rationale=CHANGED)
+    project_settings_update(
+        project=project, by=lead, vote_revision_window=RevisionWindow.UNTIL_AGGREGATION
+    )
+    project.refresh_from_db()
+    summary = project_aggregate(project=project, n_boot=0)
+    assert summary["splits"]["open_ended"]["unchanged"] == summary["splits"]["open_ended"]["labels"]
+    with pytest.raises(work.VoteRejected):
+        submit(project, user, vote, choice="A", rationale=GOOD)
