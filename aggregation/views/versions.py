@@ -97,6 +97,7 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
         if selectors.version_rows_readable(user=request.user, version=version)
         else [],
         "preview_rows": PREVIEW_ROWS,
+        "lead_only_kinds": selectors.version_lead_only_kinds(version=version),
     }
     return render(request, "aggregation/versions_detail.html", context)
 

@@ -229,3 +229,11 @@ def test_schema_documents_the_lead_only_403s(client, lead):
         operation = paths[path]["get"]
         assert "names annotators" in operation["responses"]["403"]["description"], path
         assert "lead" in operation["description"].lower(), path
+
+
+def test_version_page_marks_the_files_for_leads_only(project, lead, annotators, versions, client):
+    client.force_login(lead)
+    with_votes = client.get("/projects/test-project/versions/1/").content.decode()
+    labels_only = client.get("/projects/test-project/versions/2/").content.decode()
+    assert with_votes.count(">leads only</span>") == 4
+    assert labels_only.count(">leads only</span>") == 1
