@@ -1,8 +1,16 @@
-"""Reads of the versions pages and the dataset API, and who may read which project.
+"""Reads of the versions pages and the dataset API, and who may read which project and file.
 
 The rule: a lead reads every project; anyone else reads the projects they are an active member
 of (an annotator's token sees the datasets of their own projects, nothing else). API tokens add
 no rights beyond their user's: a token is read-only for every scope.
+
+Annotators never see another annotator's votes, rationales or pseudonyms. So whatever names
+annotators is the lead's alone: the rows of a version built with votes, every data file of such
+a version (JSONL, zip, Parquet: each holds the ``votes`` column), and the manifest file (its
+agreement figures per annotator and pairwise table name them by pseudonym). A member reads the
+label-only rows and files, and the manifest without those tables (:func:`manifest_readable`).
+The web pages, the API and the file downloads all ask :func:`version_rows_readable` and
+:func:`version_file_readable`.
 """
 
 from __future__ import annotations
@@ -15,6 +23,12 @@ from annotation.models import Job, Project
 from annotation.permissions import is_lead
 
 from .models import DatasetFile, DatasetRow, DatasetVersion
+
+#: The manifest's agreement entries that name annotators.
+PER_ANNOTATOR_KEYS = frozenset({"per_annotator", "pairwise"})
+LEAD_ONLY_MESSAGE = (
+    "This holds the annotators' votes, rationales or pseudonyms: only a lead may read it."
+)
 
 
 def projects_readable(*, user: Any) -> QuerySet[Project]:
@@ -31,6 +45,35 @@ def projects_readable(*, user: Any) -> QuerySet[Project]:
 
 def project_readable(*, user: Any, project: Project) -> bool:
     return is_lead(user) or project.members.filter(user=user, is_active=True).exists()
+
+
+def version_lead_only_kinds(*, version: DatasetVersion) -> frozenset[str]:
+    """The file kinds of ``version`` that name annotators (votes, rationales or pseudonyms)."""
+    if version.include_votes:
+        return frozenset(DatasetFile.Kind.values)
+    return frozenset({DatasetFile.Kind.MANIFEST})
+
+
+def version_rows_readable(*, user: Any, version: DatasetVersion) -> bool:
+    """Whether ``user`` (who reads the project) may read the version's rows."""
+    return is_lead(user) or not version.include_votes
+
+
+def version_file_readable(*, user: Any, version: DatasetVersion, kind: str) -> bool:
+    """Whether ``user`` (who reads the project) may download the version's ``kind`` file."""
+    return is_lead(user) or kind not in version_lead_only_kinds(version=version)
+
+
+def manifest_readable(*, user: Any, version: DatasetVersion) -> dict[str, Any]:
+    """The version's manifest as ``user`` may read it: without per-annotator figures unless lead."""
+    manifest = version.manifest or {}
+    if is_lead(user):
+        return manifest
+    agreement = {
+        split: {k: v for k, v in figures.items() if k not in PER_ANNOTATOR_KEYS}
+        for split, figures in (manifest.get("agreement") or {}).items()
+    }
+    return {**manifest, "agreement": agreement}
 
 
 def versions_ready(*, project: Project) -> QuerySet[DatasetVersion]:

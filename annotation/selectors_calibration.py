@@ -3,14 +3,23 @@
 Each annotator is shown with their latest calibration vote per seed item (the current round's when
 they cast one, otherwise the round before), so a lead who sends someone into another round still
 sees what they answered last. The whole discussion takes a fixed number of queries.
+
+Who is named: the lead sees usernames; an annotator sees every peer by pseudonym
+(:mod:`annotation.pseudonyms`, the same rule as the dataset files) and their own entries as
+"you", listed in pseudonym order so that not even the order follows the usernames.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from .models import Criterion, Project, ProjectMember, ReferenceLabel, Sample, Vote
+from .permissions import is_lead
+from .pseudonyms import project_pseudonyms, pseudonym_position
+
+YOU = "you"
 
 
 @dataclass(frozen=True)
@@ -20,6 +29,7 @@ class VoteRow:
     rationale: str
     round: int | None
     agrees: bool | None  # None without a vote or without a reference
+    name: str = ""  # as the viewer may see it: username (lead), pseudonym or "you"
 
     @property
     def is_earlier_round(self) -> bool:
@@ -65,6 +75,11 @@ class MemberSummary:
     done: int  # votes in the member's current round
     total: int  # seed items (sample x criterion of its split)
     per_criterion: list[CriterionAgreement]
+    name: str = ""  # as the viewer may see it: username (lead), pseudonym or "you"
+
+    @property
+    def is_you(self) -> bool:
+        return self.name == YOU
 
     @property
     def finished(self) -> bool:
@@ -94,14 +109,33 @@ class Discussion:
     splits: list[str] = field(default_factory=list)
 
 
+def member_names(*, project: Project, members: list[ProjectMember], viewer: Any) -> dict[int, str]:
+    """How ``viewer`` sees each member, by user id; sorts ``members`` by pseudonym for a non-lead.
+
+    A lead (or no viewer) sees usernames; anyone else sees pseudonyms, and "you" for themself.
+    """
+    if viewer is None or is_lead(viewer):
+        return {m.user_id: m.user.get_username() for m in members}
+    pseudonyms = project_pseudonyms(project=project)
+    # Pseudonym order ("you" at your own place): the usernames' order would name people.
+    members.sort(key=lambda m: pseudonym_position(pseudonyms.name(m.user_id)))
+    return {
+        m.user_id: YOU if m.user_id == viewer.pk else pseudonyms.name(m.user_id) for m in members
+    }
+
+
 def calibration_discussion(
     *,
     project: Project,
     criterion_id: int | None = None,
     split: str | None = None,
     only_disagreements: bool = False,
+    viewer: Any = None,
 ) -> Discussion:
-    """Build the discussion of a project's seed items, optionally filtered."""
+    """Build the discussion of a project's seed items as ``viewer`` may see it, optionally filtered.
+
+    Without a viewer (or for a lead) annotators are named by username.
+    """
     criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
     criteria_by_split: dict[str, list[Criterion]] = defaultdict(list)
     for criterion in criteria:
@@ -131,6 +165,7 @@ def calibration_discussion(
         (ref.sample_id, ref.criterion_id): ref
         for ref in ReferenceLabel.objects.filter(sample__project=project, sample__is_seed=True)
     }
+    names = member_names(project=project, members=members, viewer=viewer)
     member_by_user = {m.user_id: m for m in members}
     latest: dict[tuple[int, int, int], Vote] = {}
     current_round_counts: dict[int, int] = defaultdict(int)
@@ -173,6 +208,7 @@ def calibration_discussion(
                         rationale=vote.rationale if vote else "",
                         round=vote.round if vote else None,
                         agrees=agrees,
+                        name=names[member.user_id],
                     )
                 )
             items.append(DiscussionItem(sample, criterion, reference, rows))
@@ -208,6 +244,7 @@ def calibration_discussion(
                 CriterionAgreement(c, *agreement.get((member.user_id, c.id), (0, 0)))
                 for c in seed_criteria
             ],
+            name=names[member.user_id],
         )
         for member in members
     ]

@@ -5,12 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Split
 
+from .. import selectors_export
 from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..models import DatasetFile
+
+
+def _user(context: dict[str, Any]) -> Any:
+    request = context.get("request")
+    return getattr(request, "user", None)
 
 
 def _absolute(context: dict[str, Any], path: str) -> str:
@@ -60,6 +68,17 @@ class VersionOutSerializer(serializers.Serializer):
     url = serializers.SerializerMethodField()
     rows_url = serializers.SerializerMethodField()
 
+    def to_representation(self, version: Any) -> dict[str, Any]:
+        """The version, listing only the files the requesting user may download."""
+        data = super().to_representation(version)
+        user = _user(self.context)
+        data["files"] = [
+            f
+            for f in data["files"]
+            if selectors_export.version_file_readable(user=user, version=version, kind=f["kind"])
+        ]
+        return data
+
     def get_data_sha256(self, version: Any) -> str | None:
         return (version.manifest or {}).get("data_sha256")
 
@@ -75,7 +94,13 @@ class VersionOutSerializer(serializers.Serializer):
 
 
 class VersionDetailOutSerializer(VersionOutSerializer):
-    manifest = serializers.JSONField(help_text="The version's manifest.json, as stored.")
+    manifest = serializers.SerializerMethodField(
+        help_text="The version's manifest.json; for a non-lead without the per-annotator tables."
+    )
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_manifest(self, version: Any) -> dict[str, Any]:
+        return selectors_export.manifest_readable(user=_user(self.context), version=version)
 
 
 class VoteOutSerializer(serializers.Serializer):

@@ -1,8 +1,10 @@
 """The dataset API: projects, versions, manifests, rows and file downloads (read-only).
 
 Authentication: an API token (``Authorization: Token <key>``) or a browser session. Who reads
-what is :func:`aggregation.selectors_export.project_readable`; every endpoint only shows ready
-versions.
+which project is :func:`aggregation.selectors_export.project_readable`; which rows and files of
+a version, :func:`~aggregation.selectors_export.version_rows_readable` and
+:func:`~aggregation.selectors_export.version_file_readable` (whatever names annotators is the
+lead's). Every endpoint only shows ready versions.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ TAGS = ["datasets"]
 AUTH_ERRORS = {
     401: OpenApiResponse(ErrorOutSerializer, description="No, unknown or revoked token."),
     403: OpenApiResponse(ErrorOutSerializer, description="Not allowed to read this project."),
+}
+LEAD_ONLY_ERRORS = {
+    **AUTH_ERRORS,
+    403: OpenApiResponse(
+        ErrorOutSerializer,
+        description=(
+            "Not allowed to read this project, or the content names annotators and you are not "
+            "a lead: rows and data files of a version with votes, and the manifest file."
+        ),
+    ),
 }
 
 
@@ -125,6 +137,10 @@ def versions_list(request: Request, slug: str) -> Response:
 @extend_schema(
     operation_id="version_detail",
     summary="One dataset version with its manifest and files",
+    description=(
+        "For anyone but a lead, `manifest` leaves out the agreement figures per annotator and "
+        "the pairwise table, and `files` lists only the files they may download."
+    ),
     responses={200: VersionDetailOutSerializer, 404: ErrorOutSerializer, **AUTH_ERRORS},
     tags=TAGS,
 )
@@ -138,6 +154,11 @@ def version_detail(request: Request, slug: str, number: int) -> Response:
 @extend_schema(
     operation_id="version_rows",
     summary="A version's rows, paginated, optionally filtered by split and criterion",
+    description=(
+        "The rows of a version built with votes hold every annotator's vote and rationale: "
+        "only a lead may read them (403 for anyone else, by session or token). The rows of a "
+        "label-only version are open to the project's members."
+    ),
     parameters=[RowsQuerySerializer],
     responses={
         200: RowsPageOutSerializer,
@@ -145,7 +166,7 @@ def version_detail(request: Request, slug: str, number: int) -> Response:
             OpenApiTypes.OBJECT,
             description="A bad filter or page: each parameter with its messages, or `detail`.",
         ),
-        **AUTH_ERRORS,
+        **LEAD_ONLY_ERRORS,
     },
     tags=TAGS,
 )
@@ -153,6 +174,8 @@ def version_detail(request: Request, slug: str, number: int) -> Response:
 @permission_classes([CanReadDatasets])
 def version_rows(request: Request, slug: str, number: int) -> Response:
     version = _version(request, slug, number)
+    if not selectors.version_rows_readable(user=request.user, version=version):
+        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
     query = RowsQuerySerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
     rows = selectors.version_rows(
@@ -191,7 +214,11 @@ def _etag_matches(header: str, etag: str) -> bool:
         "`kind` is jsonl, jsonl_zip, parquet or manifest. The ETag is the file's SHA-256: send "
         "it in `If-None-Match` to get 304 when unchanged. One byte range per request "
         "(`Range: bytes=0-1023`, `bytes=1024-`, `bytes=-512`) answers 206 with Content-Range; "
-        "a range outside the file answers 416."
+        "a range outside the file answers 416.\n\n"
+        "Lead-only (403 for anyone else): the manifest file (its agreement tables name "
+        "annotators by pseudonym) and, in a version built with votes, every data file (each "
+        "holds the votes and rationales). A member downloads the data files of a label-only "
+        "version."
     ),
     parameters=[
         OpenApiParameter(
@@ -210,7 +237,7 @@ def _etag_matches(header: str, etag: str) -> bool:
         304: OpenApiResponse(description="Not modified (ETag matched)."),
         404: ErrorOutSerializer,
         416: OpenApiResponse(description="Range not satisfiable."),
-        **AUTH_ERRORS,
+        **LEAD_ONLY_ERRORS,
     },
     tags=TAGS,
 )
@@ -219,6 +246,8 @@ def _etag_matches(header: str, etag: str) -> bool:
 @renderer_classes([renderers.JSONRenderer, AnyMediaRenderer])
 def version_file(request: Request, slug: str, number: int, kind: str) -> HttpResponse:
     version = _version(request, slug, number)
+    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
+        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
     record = selectors.version_file(version=version, kind=kind)
     if record is None:
         raise Http404(f"Version {number} has no {kind!r} file.")

@@ -12,9 +12,10 @@ from django.core.files.storage import default_storage
 from django.db.models import JSONField, Value
 
 from annotation.models import Project, ReferenceLabel, Vote
+from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 
 from ..selectors_review import exportable_labels
-from .rows import Pseudonyms, SampleFields, has_conflict, row_build
+from .rows import SampleFields, has_conflict, row_build
 from .writers import JsonlWriter, ParquetRowWriter, file_digest, jsonl_line, zip_write
 
 CHUNK_SIZE = 500
@@ -58,6 +59,7 @@ class BuildResult:
     rows: int
     images: int
     annotators: int
+    pseudonyms: Pseudonyms = field(default_factory=Pseudonyms)  # the names of this version
 
     def counts(self) -> dict[str, Any]:
         prompts = sum(s.prompts for s in self.per_split.values())
@@ -166,7 +168,7 @@ def export_build(
     total = export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
     paths = {kind: out_dir / pattern.format(stem=stem) for kind, pattern in FILE_NAMES.items()}
     image_list = out_dir / "images.tsv"  # (relative path, storage name) in row order
-    pseudonyms = Pseudonyms()
+    pseudonyms = project_pseudonyms(project=project)
     per_split: dict[str, SplitStats] = defaultdict(SplitStats)
     prompt_key: tuple[str, str] | None = None
     prompt_prefs: list[str] = []
@@ -261,4 +263,5 @@ def export_build(
         rows=done,
         images=images,
         annotators=len(pseudonyms),
+        pseudonyms=pseudonyms,
     )

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from annotation.pseudonyms import pseudonym_position
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "multi-crit-studio/dataset@1"
@@ -72,6 +75,39 @@ def manifest_build(
             "holds the version number and the build time."
         ),
     }
+
+
+def agreement_pseudonymised(agreement: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """The agreement figures per split with annotators renamed by ``names`` (username -> pseudonym).
+
+    The per-annotator figures and the pairwise table name annotators; both are renamed, and the
+    table is reordered by pseudonym so that its order says nothing about the usernames.
+    """
+    out: dict[str, Any] = {}
+    for split, figures in agreement.items():
+        figures = dict(figures)
+        if "per_annotator" in figures:
+            figures["per_annotator"] = dict(
+                sorted(
+                    ((names[user], stats) for user, stats in figures["per_annotator"].items()),
+                    key=lambda item: pseudonym_position(item[0]),
+                )
+            )
+        pairwise = figures.get("pairwise")
+        if pairwise:
+            users = list(pairwise.get("annotators") or [])
+            order = sorted(range(len(users)), key=lambda i: pseudonym_position(names[users[i]]))
+            figures["pairwise"] = {
+                **pairwise,
+                "annotators": [names[users[i]] for i in order],
+                **{
+                    key: [[pairwise[key][i][j] for j in order] for i in order]
+                    for key in ("kappa", "overlap")
+                    if key in pairwise
+                },
+            }
+        out[split] = figures
+    return out
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:

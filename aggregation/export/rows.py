@@ -1,12 +1,14 @@
-"""The exported row (protocol section 6) and the stable annotator pseudonyms of one version."""
+"""The exported row (protocol section 6); annotators are named by :mod:`annotation.pseudonyms`."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from annotation.pseudonyms import CHOICE_NAMES, Pseudonyms  # noqa: F401  (re-exported)
 
 # Field order of the Parquet schema; JSONL lines are written with sorted keys.
 ROW_FIELDS: tuple[str, ...] = (
@@ -26,7 +28,6 @@ VOTES_FIELD = "votes"
 IMAGES_DIR = "images"
 
 PREFERENCE_NAMES = {"A": "model_a", "B": "model_b"}
-CHOICE_NAMES = {"A": "model_a", "B": "model_b", "tie": "tie"}
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _EXT = re.compile(r"^[a-z0-9]{1,8}$")
@@ -103,38 +104,6 @@ def row_build(
     if votes is not None:
         row[VOTES_FIELD] = votes
     return row
-
-
-class Pseudonyms:
-    """``annotator_01``, ``annotator_02``, ... in order of first appearance in the export.
-
-    The export's row order is deterministic and each row's votes are visited by annotator id, so
-    the same labels give the same names; the names say nothing about accounts or usernames.
-    """
-
-    def __init__(self) -> None:
-        self._names: dict[int, str] = {}
-
-    def name(self, annotator_id: int) -> str:
-        if annotator_id not in self._names:
-            self._names[annotator_id] = f"annotator_{len(self._names) + 1:02d}"
-        return self._names[annotator_id]
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def votes(self, votes: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-        """Pseudonymise ``{"annotator_id", "choice", "rationale"}`` records, sorted by name."""
-        ordered = sorted(votes, key=lambda v: (v["annotator_id"], v.get("id", 0)))
-        out = [
-            {
-                "annotator": self.name(int(v["annotator_id"])),
-                "choice": CHOICE_NAMES.get(v["choice"], v["choice"]),
-                "rationale": v["rationale"],
-            }
-            for v in ordered
-        ]
-        return sorted(out, key=lambda v: int(v["annotator"].rsplit("_", 1)[1]))
 
 
 def has_conflict(preferences: Iterable[str]) -> bool:

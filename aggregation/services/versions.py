@@ -20,15 +20,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from annotation.models import Project
+from annotation.pseudonyms import Pseudonyms
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
-from ..export.manifest import AGGREGATION_RULE, MANIFEST_NAME, manifest_build, manifest_bytes
+from ..export.manifest import (
+    AGGREGATION_RULE,
+    MANIFEST_NAME,
+    agreement_pseudonymised,
+    manifest_build,
+    manifest_bytes,
+)
 from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..export.writers import file_digest
 from ..models import AgreementSnapshot, DatasetFile, DatasetRow, DatasetVersion
@@ -73,9 +81,23 @@ def _consistent_read(*, outermost: bool) -> None:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
-def _agreement(project: Project) -> dict[str, Any]:
+def _agreement(project: Project, pseudonyms: Pseudonyms) -> dict[str, Any]:
+    """The project's agreement figures with the version's pseudonyms in place of usernames."""
     snapshots = AgreementSnapshot.objects.filter(project=project).order_by("split")
-    return {s.split: s.figures for s in snapshots}
+    figures = {s.split: s.figures for s in snapshots}
+    usernames: set[str] = set()
+    for split in figures.values():
+        usernames.update(split.get("per_annotator") or {})
+        usernames.update((split.get("pairwise") or {}).get("annotators") or [])
+    ids = dict(
+        get_user_model().objects.filter(username__in=usernames).values_list("username", "pk")
+    )
+    # A username no longer found (renamed since the aggregation) still gets a name of its own;
+    # non-members are named in user id order, so the names never follow the usernames.
+    for n, user in enumerate(sorted(usernames - set(ids)), start=1):
+        ids[user] = -n
+    names = {user: pseudonyms.name(ids[user]) for user in sorted(usernames, key=ids.__getitem__)}
+    return agreement_pseudonymised(figures, names)
 
 
 _ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
@@ -163,7 +185,7 @@ def _manifest(
         },
         rule=PUBLISHED_RULE if published else AGGREGATION_RULE,
         counts=result.counts(),
-        agreement={} if published else _agreement(project),
+        agreement={} if published else _agreement(project, result.pseudonyms),
         files=files,
         columns=columns,
     )

@@ -1,10 +1,15 @@
-"""The lead's dataset versions: list with figures, build form and live job card, files."""
+"""The lead's dataset versions: list with figures, build form and live job card, files.
+
+Every page here is the lead's; the rows and files still go through the one access rule of
+:mod:`aggregation.selectors_export`, like the API's.
+"""
 
 from __future__ import annotations
 
 import json
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -88,8 +93,11 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
             for split, stats in sorted(counts.get("per_split", {}).items())
         ],
         "manifest_json": json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True),
-        "rows": [r.data for r in selectors.version_rows(version=version)[:PREVIEW_ROWS]],
+        "rows": [r.data for r in selectors.version_rows(version=version)[:PREVIEW_ROWS]]
+        if selectors.version_rows_readable(user=request.user, version=version)
+        else [],
         "preview_rows": PREVIEW_ROWS,
+        "lead_only_kinds": selectors.version_lead_only_kinds(version=version),
     }
     return render(request, "aggregation/versions_detail.html", context)
 
@@ -101,6 +109,8 @@ def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> Htt
     version = get_object_or_404(
         DatasetVersion, project=project, number=number, status=DatasetVersion.Status.READY
     )
+    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
+        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
     record = selectors.version_file(version=version, kind=kind)
     if record is None:
         raise Http404(f"Version {number} has no {kind!r} file.")

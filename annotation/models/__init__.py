@@ -1,4 +1,12 @@
-from .choices import ANNOTATOR_GROUP, LEAD_GROUP, Choice, PairType, Split, WorkOrder
+from .choices import (
+    ANNOTATOR_GROUP,
+    LEAD_GROUP,
+    Choice,
+    PairType,
+    RevisionWindow,
+    Split,
+    WorkOrder,
+)
 from .job import Job
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
@@ -17,6 +25,7 @@ __all__ = [
     "Project",
     "ProjectMember",
     "ReferenceLabel",
+    "RevisionWindow",
     "Sample",
     "SampleStatus",
     "Slot",

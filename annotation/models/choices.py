@@ -26,5 +26,13 @@ class WorkOrder(models.TextChoices):
     SAMPLE_MAJOR = "sample_major", "Sample-major (all criteria of one sample)"
 
 
+class RevisionWindow(models.TextChoices):
+    """How long an annotator may revise a formal vote once their slot on the sample is complete."""
+
+    UNTIL_AGGREGATION = "until_aggregation", "Until the sample's next aggregation"
+    UNTIL_COMPLETE = "until_complete", "Not after completing the sample"
+    ALWAYS = "always", "Always"
+
+
 LEAD_GROUP = "lead"
 ANNOTATOR_GROUP = "annotator"

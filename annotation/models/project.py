@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from .choices import Split, WorkOrder
+from .choices import RevisionWindow, Split, WorkOrder
 
 
 class Project(models.Model):
@@ -33,6 +33,12 @@ class Project(models.Model):
         default=False, help_text="Show A and B in a random order per annotator and sample."
     )
     export_includes_seeds = models.BooleanField(default=False)
+    vote_revision_window = models.CharField(
+        max_length=20,
+        choices=RevisionWindow.choices,
+        default=RevisionWindow.UNTIL_AGGREGATION,
+        help_text="How long an annotator may revise a vote on a sample they have completed.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

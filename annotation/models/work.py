@@ -87,7 +87,11 @@ class Vote(models.Model):
 
 
 class VoteRevision(models.Model):
-    """An earlier version of a vote, written when the annotator revises it. Append-only."""
+    """An earlier version of a vote, written when it is revised. Append-only.
+
+    ``choice``, ``rationale`` and ``seconds`` are the previous value, ``recorded_at`` when it
+    was cast, ``revised_by`` who replaced it and ``replaced_at`` when.
+    """
 
     vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="revisions")
     choice = models.CharField(max_length=3, choices=Choice.choices)
@@ -95,6 +99,14 @@ class VoteRevision(models.Model):
     seconds = models.FloatField(default=0)
     recorded_at = models.DateTimeField()
     replaced_at = models.DateTimeField(auto_now_add=True)
+    revised_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty on revisions recorded before this was kept.",
+    )
 
     class Meta:
         ordering = ["vote_id", "replaced_at"]

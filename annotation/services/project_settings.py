@@ -21,6 +21,7 @@ EDITABLE_SETTINGS = (
     "work_order",
     "shuffle_ab",
     "export_includes_seeds",
+    "vote_revision_window",
 )
 
 

@@ -10,17 +10,38 @@ formal votes of which ``t`` are ties before this one:
 
 See :mod:`annotation.tiecap`. The annotator's membership row is locked while a tie is cast, so
 two tabs cannot both spend the last tie.
+
+Revisions: once the annotator's slot on a sample is complete, a formal vote may be revised only
+within the project's ``vote_revision_window`` (:func:`revision_locked`): by default until an
+aggregation of the sample's split has run after the vote's last change and the sample has labels,
+so nobody changes an answer after the labels (and others' votes) have been put together. The
+clock is the split's agreement snapshot, rewritten by every run, not the labels' own time, which
+a run leaves alone when a label comes out unchanged. Every revision keeps the previous value, who
+replaced it and when (VoteRevision).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.apps import apps
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Count, DateTimeField, F, Q, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from .. import tiecap
 from ..importing.limits import RATIONALE_MAX_CHARS, text_problem
@@ -28,6 +49,7 @@ from ..models import (
     Choice,
     Project,
     ProjectMember,
+    RevisionWindow,
     Sample,
     SampleStatus,
     Slot,
@@ -137,6 +159,8 @@ def _vote_context(
         "sample": Sample._meta.db_table,
         "slot": Slot._meta.db_table,
         "vote": Vote._meta.db_table,
+        "label": apps.get_model("aggregation", "CriterionLabel")._meta.db_table,
+        "snapshot": apps.get_model("aggregation", "AgreementSnapshot")._meta.db_table,
     }
     vote = (
         f"(SELECT v.id FROM {t['vote']} v WHERE v.sample_id = %s AND v.criterion_id = %s"
@@ -144,6 +168,10 @@ def _vote_context(
     )
     sql = (
         "SELECT m.*, sl.id AS slot_id, sl.swap_ab AS slot_swap, fs.split AS slot_split,"
+        " sl.completed_at AS slot_completed_at,"
+        f" (SELECT a.computed_at FROM {t['snapshot']} a WHERE a.project_id = fs.project_id"
+        f"  AND a.split = fs.split AND EXISTS (SELECT 1 FROM {t['label']} l"
+        "  WHERE l.sample_id = fs.id)) AS labelled_at,"
         f" (SELECT x.split FROM {t['sample']} x WHERE x.id = %s AND x.project_id = m.project_id"
         "  AND x.is_seed = %s AND x.status = %s) AS seed_split, "
         + vote.format(round="0")
@@ -179,7 +207,79 @@ def _vote_context(
     if row.slot_split is None:  # the slot (if any) is not a formal sample of this project
         row.slot_id = None
     row.slot_swap = bool(row.slot_swap)
+    row.slot_completed_at = _as_datetime(row.slot_completed_at)
+    row.labelled_at = _as_datetime(row.labelled_at)
     return row
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    """A raw column's timestamp, aware (SQLite hands raw extra columns back naive or as text)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, UTC)
+    return parsed
+
+
+def revision_locked(
+    *,
+    window: str,
+    slot_completed_at: datetime | None,
+    labelled_at: datetime | None,
+    vote_changed_at: datetime,
+) -> bool:
+    """Whether a formal vote may no longer be revised, under the project's revision window.
+
+    Votes on a slot still in progress are always revisable. Once it is complete:
+    ``until_aggregation`` locks the vote once the sample has labels and its split was last
+    aggregated (``labelled_at``) at or after the vote's last change; ``until_complete`` locks
+    it at once; ``always`` never.
+    """
+    if slot_completed_at is None or window == RevisionWindow.ALWAYS:
+        return False
+    if window == RevisionWindow.UNTIL_COMPLETE:
+        return True
+    return labelled_at is not None and labelled_at >= vote_changed_at
+
+
+def vote_lock_message(*, project: Project, vote: Vote | None) -> str | None:
+    """Why the annotator may not revise ``vote`` now, or None (one query; formal votes only)."""
+    if vote is None or vote.round != Vote.FORMAL_ROUND:
+        return None
+    if project.vote_revision_window == RevisionWindow.ALWAYS:
+        return None
+    label = apps.get_model("aggregation", "CriterionLabel")
+    snapshot = apps.get_model("aggregation", "AgreementSnapshot")
+    aggregated = snapshot.objects.filter(
+        project_id=OuterRef("sample__project_id"), split=OuterRef("sample__split")
+    ).filter(Exists(label.objects.filter(sample_id=vote.sample_id)))
+    slot = (
+        Slot.objects.filter(sample_id=vote.sample_id, annotator_id=vote.annotator_id)
+        .annotate(labelled_at=Subquery(aggregated.values("computed_at")[:1]))
+        .values("completed_at", "labelled_at")
+        .first()
+    )
+    if slot is None or not revision_locked(
+        window=project.vote_revision_window,
+        slot_completed_at=slot["completed_at"],
+        labelled_at=slot["labelled_at"],
+        vote_changed_at=vote.updated_at,
+    ):
+        return None
+    return REVISION_LOCKED[project.vote_revision_window]
+
+
+REVISION_LOCKED = {
+    RevisionWindow.UNTIL_AGGREGATION: (
+        "This vote can no longer be changed: the sample's labels have been aggregated since you "
+        "cast it. Your earlier answer stands."
+    ),
+    RevisionWindow.UNTIL_COMPLETE: (
+        "This vote can no longer be changed: you have completed this sample. Your earlier "
+        "answer stands."
+    ),
+}
 
 
 def _vote_write(
@@ -216,6 +316,20 @@ def _vote_write(
         if existing_id is not None:
             existing = Vote.objects.select_for_update().get(pk=existing_id)
         formal = round_ == Vote.FORMAL_ROUND
+        if (
+            formal
+            and existing is not None
+            and revision_locked(
+                window=project.vote_revision_window,
+                slot_completed_at=row.slot_completed_at,
+                labelled_at=row.labelled_at,
+                vote_changed_at=existing.updated_at,
+            )
+        ):
+            if (existing.choice, existing.rationale) == (choice, rationale):
+                existing.criterion = criterion
+                return existing  # submitted again unchanged: nothing to refuse, nothing to write
+            raise VoteRejected("vote", REVISION_LOCKED[project.vote_revision_window])
         if formal and choice == Choice.TIE and (existing is None or existing.choice != Choice.TIE):
             # Counted after the lock taken above, so every committed tie is seen. Other votes
             # take no lock: missing a concurrent non-tie only makes the count stricter.
@@ -240,6 +354,7 @@ def _vote_write(
                     rationale=vote.rationale,
                     seconds=vote.seconds,
                     recorded_at=vote.updated_at,
+                    revised_by_id=annotator.pk,
                 )
             vote.choice = choice
             vote.rationale = rationale

@@ -2,7 +2,8 @@
 
 The lead sees every seed item with the reference label and all annotators' votes, and acts on
 each annotator (mark calibrated, another round) and on references. An annotator may read the same
-discussion, without the actions, once they have labeled every seed item of their round.
+discussion, without the actions, once they have labeled every seed item of their round; they see
+their peers by pseudonym and their own entries as "you" (annotation.selectors_calibration).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def calibration(request: HttpRequest, slug: str) -> HttpResponse:
         criterion_id=criterion_id,
         split=split,
         only_disagreements=only_disagreements,
+        viewer=request.user,
     )
     return render(
         request,

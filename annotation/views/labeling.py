@@ -19,6 +19,7 @@ from django_htmx.http import trigger_client_event
 
 from ..models import Choice, ProblemReport, Project
 from ..services import work
+from ..services.voting import vote_lock_message
 
 TEMPLATE = "annotation/label.html"
 SHOWN_CHOICES = ("A", "B", "tie")
@@ -76,6 +77,15 @@ def _item_context(
         "problem_kinds": ProblemReport.Kind.choices,
         "back_url": _back_url(project, item),
     }
+
+
+def _revisit_context(project: Project, item: work.WorkItem) -> dict[str, Any]:
+    """An item opened again (Back): says up front when its vote may no longer be revised."""
+    context = _item_context(project, item)
+    notice = vote_lock_message(project=project, vote=item.vote)
+    if notice:
+        context["notice"] = notice
+    return context
 
 
 def _back_url(project: Project, item: work.WorkItem) -> str:
@@ -169,7 +179,7 @@ def label_item(request: HttpRequest, slug: str, sample_id: int, criterion_id: in
     item = work.work_item(
         project=project, annotator=request.user, sample_id=sample_id, criterion_id=criterion_id
     )
-    return _screen(request, project, _item_context(project, item))
+    return _screen(request, project, _revisit_context(project, item))
 
 
 @login_required
@@ -192,7 +202,7 @@ def label_back(request: HttpRequest, slug: str) -> HttpResponse:
     url = reverse("label-item", args=[project.slug, item.sample.pk, item.criterion.pk])
     if not request.htmx:
         return redirect(url)
-    response = _screen(request, project, _item_context(project, item))
+    response = _screen(request, project, _revisit_context(project, item))
     response["HX-Push-Url"] = url
     return response
 

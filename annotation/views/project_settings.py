@@ -28,6 +28,7 @@ class ProjectSettingsForm(forms.ModelForm):
             "lease_minutes": "Lease (minutes)",
             "shuffle_ab": "Randomise A/B order per annotator",
             "export_includes_seeds": "Include seed samples in exports",
+            "vote_revision_window": "Revising a vote on a completed sample",
         }
 
 

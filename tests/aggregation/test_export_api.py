@@ -194,8 +194,11 @@ def test_annotator_token_reads_only_their_projects(project, lead, annotators, bu
     member = annotators[0]
     key = token_create(user=member, name="mine", by=lead)[1]
     client = api(key)
-    assert client.get(ENDPOINTS[2]).json()["count"] == 4
-    assert body_of(client.get(ENDPOINTS[3])) == stored(built, "parquet")
+    # Version 1 holds the votes: the lead's only. Version 2 holds labels only.
+    assert client.get(ENDPOINTS[2]).status_code == 403
+    labels_only = version_build(project=project, by=lead)
+    assert client.get(f"{BASE}/2/rows/").json()["count"] == 4
+    assert body_of(client.get(f"{BASE}/2/files/parquet")) == stored(labels_only, "parquet")
     other = project_create(name="Other", slug="other")
     version_build(project=other, by=lead)
     assert [p["slug"] for p in client.get("/api/projects/").json()] == ["test-project"]
@@ -221,7 +224,7 @@ def test_removed_member_and_outsider_tokens_read_nothing(project, lead, annotato
     key = token_create(user=stranger, name="x", by=lead)[1]
     assert_no_data(api(key).get(ENDPOINTS[2]), 403)
     member_add(project=project, user=stranger)
-    assert api(key).get(ENDPOINTS[2]).status_code == 200
+    assert api(key).get(ENDPOINTS[1]).status_code == 200
 
 
 def test_tokens_are_read_only(built, lead_key):

@@ -42,6 +42,7 @@ def test_lead_saves_settings(client, project, lead):
         "batch_size": 5,
         "work_order": "sample_major",
         "shuffle_ab": "on",
+        "vote_revision_window": "until_aggregation",
     }
     response = client.post(f"/projects/{project.slug}/settings/", data)
     assert response.status_code == 302
