@@ -24,13 +24,15 @@ PRODUCTION = {
     "CELERY_BROKER_URL": "redis://redis.internal:6379/0",
     "CACHE_URL": "redis://redis.internal:6379/1",
 }
-# Everything the settings read, removed from the inherited environment first.
+# Everything the settings (or the deploy check) read, removed from the inherited environment.
 SETTINGS_VARIABLES = {
     "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "BEHIND_PROXY",
     "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CACHE_URL", "REDIS_URL",
     "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
     "SECURE_HSTS_PRELOAD", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "MEDIA_ROOT",
     "DJANGO_SETTINGS_MODULE",
+    # Set by the browser tests in this process; a deployment never has it (check --deploy W018).
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
 }  # fmt: skip
 
 
