@@ -146,8 +146,8 @@ LOGOUT_REDIRECT_URL = "login"
 # Failed logins are counted per username (whatever the address: one account tried from many
 # addresses) and per client address (whatever the username: one address trying many accounts);
 # either count reaching the limit within the cool-off window locks that key until the window
-# has passed. A lead unlocks early in the admin (Axes > Access attempts) or with
-# ``manage.py axes_reset_username NAME`` / ``axes_reset_ip ADDRESS`` / ``axes_reset``.
+# has passed. To unlock early: a staff user in the admin (Axes > Access attempts), or on the
+# server ``manage.py axes_reset_username NAME`` / ``axes_reset_ip ADDRESS`` / ``axes_reset``.
 INSTALLED_APPS += ["axes"]
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as django-axes requires
 AUTHENTICATION_BACKENDS = [
@@ -254,6 +254,7 @@ if CACHE_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Multi-Crit Studio API",
     "DESCRIPTION": "Dataset versions, rows and files; judge predictions and scorecards.",
