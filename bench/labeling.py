@@ -2,16 +2,25 @@
 
     .venv/bin/python bench/labeling.py [--sizes 1000,100000] [--users 1,10,50] [--seconds 15]
         [--workers 3] [--threads 8] [--port 8765] [--server postgres://postgres@127.0.0.1:5432]
+        [--tie-every 7] [--no-minimal]
+
+    # 50 annotators for a fixed minute on one project:
+    .venv/bin/python bench/labeling.py --sizes 1000 --users 50 --seconds 60
 
 Creates a scratch database on the PostgreSQL server, migrates it, builds one project per size
 (formal samples with their pre-created slots), starts gunicorn on 127.0.0.1, and for every
 concurrency level runs that many simulated annotators (distinct, calibrated accounts, each on
 its own keep-alive connection) posting a vote and receiving the next item in one htmx request,
-as the labeling screen does. The same clients then hit a minimal view (one indexed read and one
-insert behind the same middleware) for the ratio. Prints loops/s and p50/p95/p99 latency for
-both, then checks the invariants: no sample above its cap, no annotator twice on a sample, one
-vote per (sample, criterion, annotator), and every acknowledged vote stored. Stops gunicorn and
-drops the scratch database at the end.
+as the labeling screen does. About one item in ``--tie-every`` is answered with a tie; a tie
+the cap refuses (422) is answered again with A or B, as an annotator would. The same clients
+then hit a minimal view (one indexed read and one insert behind the same middleware) for the
+ratio, unless ``--no-minimal``. Prints loops/s and p50/p95/p99 latency for both, the HTTP errors
+(any answer but 200, or 422 for a tie over the cap) and ties refused, then checks the
+invariants: no sample above its 3-annotator cap (slot rows and distinct voters), no annotator
+twice on a sample, one vote per (sample, criterion, annotator, round), every annotator's ties
+strictly below the project's tie cap, and every acknowledged (2xx) vote stored with the choice
+that was sent. Exits 1 when any run has an error or a broken invariant. Stops gunicorn and drops
+the scratch database at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--server", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument(
+        "--tie-every", type=int, default=7, help="answer about one item in N with a tie (0: never)"
+    )
+    parser.add_argument(
+        "--no-minimal", action="store_true", help="skip the minimal-view comparison run"
+    )
     return parser.parse_args()
 
 
@@ -152,6 +167,9 @@ def start_gunicorn(url: str, args: argparse.Namespace) -> subprocess.Popen:
         "SECRET_KEY": os.environ["SECRET_KEY"],
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
+        # Plain HTTP on 127.0.0.1: no HTTPS redirect (production has a TLS proxy in front).
+        "SECURE_SSL_REDIRECT": "0",
+        "BEHIND_PROXY": "0",
         "ALLOWED_HOSTS": "127.0.0.1",
     }
     env.pop("CELERY_BROKER_URL", None)
@@ -177,7 +195,10 @@ def start_gunicorn(url: str, args: argparse.Namespace) -> subprocess.Popen:
         cwd=ROOT,
         env=env,
         start_new_session=True,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    threading.Thread(target=relay_errors, args=(proc.stderr,), daemon=True).start()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -190,6 +211,13 @@ def start_gunicorn(url: str, args: argparse.Namespace) -> subprocess.Popen:
             time.sleep(0.3)
     stop_gunicorn(proc)
     raise RuntimeError("gunicorn did not start")
+
+
+def relay_errors(stream) -> None:
+    """Copy gunicorn's log to stderr, without Django's warning for each refused tie (422)."""
+    for line in stream:
+        if not line.startswith("Unprocessable Entity:"):
+            sys.stderr.write(line)
 
 
 def stop_gunicorn(proc: subprocess.Popen) -> None:
@@ -212,11 +240,15 @@ class Client:
     port: int
     user_id: int
     session: str
+    tie_every: int = 0
     csrf: str = ""
     item: tuple[int, int] | None = None
     latencies: list[float] = field(default_factory=list)
-    acked: list[tuple[int, int, int]] = field(default_factory=list)
+    acked: dict[tuple[int, int, int], str] = field(default_factory=dict)
     refused: int = 0
+    tie_refused: int = 0
+    ties_acked: int = 0
+    tie_refused_on: tuple[int, int] | None = None
     errors: list[str] = field(default_factory=list)
     reconnects: int = 0
 
@@ -263,10 +295,11 @@ class Client:
         if self.item is None:
             return False
         sample_id, criterion_id = self.item
+        choice = self.choose(sample_id, criterion_id)
         form = {
             "sample_id": sample_id,
             "criterion_id": criterion_id,
-            "choice": "A" if (sample_id + criterion_id) % 2 else "B",
+            "choice": choice,
             "rationale": RATIONALE,
             "seconds": "7.5",
         }
@@ -274,7 +307,12 @@ class Client:
         status, text, _ = self.request("POST", f"/projects/{slug}/label/", form)
         self.latencies.append(time.perf_counter() - began)
         if status == 200:
-            self.acked.append((sample_id, criterion_id, self.user_id))
+            self.acked[(sample_id, criterion_id, self.user_id)] = choice
+            self.ties_acked += choice == "tie"
+        elif status == 422 and choice == "tie":
+            # Over the tie cap: the same item comes back; it is answered with A or B next.
+            self.tie_refused += 1
+            self.tie_refused_on = (sample_id, criterion_id)
         elif status == 422:
             self.refused += 1
         else:
@@ -283,6 +321,16 @@ class Client:
         match = ITEM.search(text)
         self.item = (int(match[1]), int(match[2])) if match else None
         return self.item is not None
+
+    def choose(self, sample_id: int, criterion_id: int) -> str:
+        """A, B or (about one item in ``tie_every``) a tie; never a tie the cap just refused."""
+        if (
+            self.tie_every
+            and self.tie_refused_on != (sample_id, criterion_id)
+            and (sample_id * 31 + criterion_id * 7 + self.user_id) % self.tie_every == 0
+        ):
+            return "tie"
+        return "A" if (sample_id + criterion_id) % 2 else "B"
 
     def minimal(self, slug: str) -> None:
         began = time.perf_counter()
@@ -337,9 +385,13 @@ def figures(latencies: list[float], wall: float) -> dict[str, float]:
 # --- invariants ---------------------------------------------------------------------------
 
 
-def check_invariants(project, acked: set[tuple[int, int, int]], user_ids: list[int]) -> list[str]:
-    from django.db.models import Count
+def check_invariants(
+    project, acked: dict[tuple[int, int, int], str], user_ids: list[int]
+) -> list[str]:
+    """Every broken invariant of the project's labeling state, as a sentence each."""
+    from django.db.models import Count, Q
 
+    from annotation import tiecap
     from annotation.models import Slot, Vote
 
     problems = []
@@ -357,15 +409,29 @@ def check_invariants(project, acked: set[tuple[int, int, int]], user_ids: list[i
     )
     if dup_slots:
         problems.append(f"{dup_slots} annotators hold two slots of one sample")
-    votes = Vote.objects.filter(sample__project=project, annotator_id__in=user_ids, round=0)
+    every_vote = Vote.objects.filter(sample__project=project, annotator_id__in=user_ids)
     dup_votes = (
-        votes.values("sample_id", "criterion_id", "annotator_id")
+        every_vote.values("sample_id", "criterion_id", "annotator_id", "round")
         .annotate(n=Count("id"))
         .filter(n__gt=1)
         .count()
     )
     if dup_votes:
         problems.append(f"{dup_votes} duplicated votes")
+    votes = every_vote.filter(round=0)
+    over_cap = [
+        (row["annotator_id"], row["t"], row["n"])
+        for row in votes.values("annotator_id").annotate(
+            n=Count("id"), t=Count("id", filter=Q(choice="tie"))
+        )
+        if row["t"] and not tiecap.within_cap(ties=row["t"], votes=row["n"], cap=project.tie_cap)
+    ]
+    if over_cap:
+        user, t, n = over_cap[0]
+        problems.append(
+            f"{len(over_cap)} annotators at or above the {project.tie_cap} tie cap"
+            f" (user {user}: {t} ties in {n} votes)"
+        )
     voters = (
         Vote.objects.filter(sample__project=project, round=0)
         .values("sample_id")
@@ -375,11 +441,19 @@ def check_invariants(project, acked: set[tuple[int, int, int]], user_ids: list[i
     )
     if voters:
         problems.append(f"{voters} samples voted by more than {k} annotators")
-    stored = set(votes.values_list("sample_id", "criterion_id", "annotator_id"))
-    lost = acked - stored
+    stored = {
+        (s, c, a): choice
+        for s, c, a, choice in votes.values_list(
+            "sample_id", "criterion_id", "annotator_id", "choice"
+        )
+    }
+    lost = acked.keys() - stored.keys()
     if lost:
         problems.append(f"{len(lost)} acknowledged votes not stored")
-    unacked = stored - acked
+    changed = [k for k in acked.keys() & stored.keys() if acked[k] != stored[k]]
+    if changed:
+        problems.append(f"{len(changed)} acknowledged votes stored with another choice")
+    unacked = stored.keys() - acked.keys()
     if unacked:
         problems.append(f"{len(unacked)} stored votes never acknowledged")
     return problems
@@ -409,8 +483,8 @@ def main() -> int:
         )
         header = (
             f"{'samples':>8} {'users':>5} | {'loops':>6} {'loops/s':>8} {'p50 ms':>7} "
-            f"{'p95 ms':>7} {'p99 ms':>7} | {'minimal/s':>9} {'p50 ms':>7} {'p99 ms':>7} | "
-            f"{'ratio':>5} | invariants"
+            f"{'p95 ms':>7} {'p99 ms':>7} | {'errors':>6} {'ties':>5} {'refused':>7} | "
+            f"{'minimal/s':>9} {'p50 ms':>7} {'p99 ms':>7} | {'ratio':>5} | invariants"
         )
         print(header)
         print("-" * len(header))
@@ -418,23 +492,29 @@ def main() -> int:
             project = projects[n]
             for users in levels:
                 accounts = make_accounts(project, f"u{n}-{users}", users)
-                clients = [Client(args.port, uid, key) for uid, key in accounts]
+                clients = [Client(args.port, uid, key, args.tie_every) for uid, key in accounts]
                 for client in clients:
                     client.start(project.slug)
                 slug = project.slug
                 wall = drive(clients, args.seconds, lambda c, slug=slug: c.loop(slug))
                 label = figures([x for c in clients for x in c.latencies], wall)
-                errors = [e for c in clients for e in c.errors]
-                acked = {v for c in clients for v in c.acked}
+                label_errors = [e for c in clients for e in c.errors]
+                acked = {k: v for c in clients for k, v in c.acked.items()}
                 refused = sum(c.refused for c in clients)
-                for client in clients:
-                    client.latencies = []
-                wall_min = drive(clients, args.seconds, lambda c, slug=slug: c.minimal(slug))
-                base = figures([x for c in clients for x in c.latencies], wall_min)
-                errors = [e for c in clients for e in c.errors]
+                ties = sum(c.ties_acked for c in clients)
+                ties_refused = sum(c.tie_refused for c in clients)
+                base = {"per_s": float("nan"), "p50": float("nan"), "p99": float("nan")}
+                minimal_errors: list[str] = []
+                if not args.no_minimal:
+                    for client in clients:
+                        client.latencies, client.errors = [], []
+                    wall_min = drive(clients, args.seconds, lambda c, slug=slug: c.minimal(slug))
+                    base = figures([x for c in clients for x in c.latencies], wall_min)
+                    minimal_errors = [e for c in clients for e in c.errors]
                 for client in clients:
                     client.conn.close()
                 problems = check_invariants(project, acked, [uid for uid, _ in accounts])
+                errors = label_errors + minimal_errors
                 if errors:
                     problems.append(f"{len(errors)} HTTP errors, first: {errors[0]}")
                 if refused:
@@ -444,12 +524,15 @@ def main() -> int:
                 print(
                     f"{n:>8,} {users:>5} | {label['n']:>6} {label['per_s']:>8.1f} "
                     f"{label['p50']:>7.1f} {label['p95']:>7.1f} {label['p99']:>7.1f} | "
+                    f"{len(errors):>6} {ties:>5} {ties_refused:>7} | "
                     f"{base['per_s']:>9.1f} {base['p50']:>7.1f} {base['p99']:>7.1f} | "
                     f"{ratio:>5.2f} | {'; '.join(problems) or 'ok'}",
                     flush=True,
                 )
         print(
             "\nloops/s: submit + next requests completed per second by all users together;"
+            " errors: HTTP answers other than 200 (and 422 for a tie over the cap) or failed"
+            " requests; ties: ties accepted; refused: ties the cap refused (then answered A or B);"
             " ratio: labeling loops/s over minimal requests/s at the same concurrency."
         )
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -107,7 +108,16 @@ TEMPLATES = [
 SQLITE_PATH = VAR_DIR / "db.sqlite3"
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Connections are kept between requests (CONN_MAX_AGE) and checked before their first use
+    # in each request or task (CONN_HEALTH_CHECKS): after a database restart a stale connection
+    # is replaced instead of failing the request that finds it.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL,
+            conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+            conn_health_checks=True,
+        )
+    }
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": SQLITE_PATH}}
 
@@ -131,6 +141,34 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Login throttling (django-axes) ---------------------------------------------------------
+# Failed logins are counted per username (whatever the address: one account tried from many
+# addresses) and per client address (whatever the username: one address trying many accounts);
+# either count reaching the limit within the cool-off window locks that key until the window
+# has passed. To unlock early: a staff user in the admin (Axes > Access attempts), or on the
+# server ``manage.py axes_reset_username NAME`` / ``axes_reset_ip ADDRESS`` / ``axes_reset``.
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as django-axes requires
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("LOGIN_THROTTLE", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is the connection's peer, unless the app is reachable only through a
+# reverse proxy (BEHIND_PROXY): then it is the last X-Forwarded-For entry, the one the proxy
+# appended. Trusting the header without such a proxy would let any client pick its address.
+BEHIND_PROXY = env_bool("BEHIND_PROXY", False)
+if BEHIND_PROXY:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    AXES_IPWARE_PROXY_ORDER = "right-most"
+else:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 
 # --- I18N -----------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -190,6 +228,33 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+# API throttles: per user for token and session clients, per address for anonymous requests.
+# Over the rate the API answers 429 with a Retry-After header. The counts live in the cache.
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "rest_framework.throttling.UserRateThrottle",
+    "rest_framework.throttling.AnonRateThrottle",
+]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "user": os.environ.get("API_THROTTLE_USER", "5000/hour"),
+    "anon": os.environ.get("API_THROTTLE_ANON", "300/hour"),
+}
+REST_FRAMEWORK["NUM_PROXIES"] = 1 if BEHIND_PROXY else 0
+
+# --- Cache ----------------------------------------------------------------------------------
+# Throttle counts must be shared by every web process: Redis when CACHE_URL (or REDIS_URL) is
+# set, else a per-process memory cache, enough for the single-process embedded demo.
+CACHE_URL = os.environ.get("CACHE_URL", "") or os.environ.get("REDIS_URL", "")
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "multicrit",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Multi-Crit Studio API",
     "DESCRIPTION": "Dataset versions, rows and files; judge predictions and scorecards.",
@@ -207,11 +272,31 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Security when deployed -----------------------------------------------------------------
+# With DEBUG off the site is assumed to be served over HTTPS: plain HTTP is redirected, browsers
+# are told to use HTTPS only (HSTS), and cookies are sent only over HTTPS. Each can be turned
+# off from the environment, which `manage.py check --deploy` then reports. The embedded demo
+# (DEBUG on, plain http://127.0.0.1) keeps Django's development defaults.
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # Preloading commits the domain and all its subdomains to HTTPS in browsers for months, and
+    # anyone may submit a domain whose header carries the directive: opt in, never by default.
+    # Left off deliberately, the deploy check's reminder about it (W021) is silenced.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# A TLS-terminating proxy tells the app the original scheme; trusted only when BEHIND_PROXY
+# says the app is reachable through that proxy alone (the proxy must set the header itself).
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = os.environ.get("SECURE_REFERRER_POLICY", "same-origin")
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
 
 LOGGING = {
     "version": 1,

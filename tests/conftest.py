@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.cache import cache
 
 from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Project, Sample
 from annotation.services.projects import member_add, project_create
@@ -24,6 +25,14 @@ def _celery_eager():
 def _fast_password_hashing(settings):
     """Test users need no strong hashing; it would dominate the suite's time otherwise."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """API throttle counts live in the cache: each test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)
