@@ -8,7 +8,7 @@ from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 
-from annotation.importing import ImportRejected
+from annotation.importing.errors import ImportRejected
 from annotation.models import Job
 from annotation.services.jobs import job_execute
 

@@ -8,7 +8,8 @@ from typing import Any
 from celery import shared_task
 from django.core.files.storage import default_storage
 
-from .importing import ImportRejected, samples_import
+from .importing.errors import ImportRejected
+from .importing.service import samples_import
 from .importing.uploads import upload_discard
 from .models import Job
 from .services.jobs import job_execute

@@ -64,7 +64,7 @@ def unpack_floor(path: Path) -> float:
 
 
 def refusal(fn) -> tuple[float, float, str]:
-    from annotation.importing import ImportRejected
+    from annotation.importing.errors import ImportRejected
 
     before = peak_mb()
     started = time.perf_counter()
@@ -90,7 +90,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             settings.MEDIA_ROOT = Path(tmp) / "media"
-            from annotation.importing import samples_import
+            from annotation.importing.service import samples_import
             from annotation.services.projects import project_create
 
             project = project_create(name="Bench limits", slug="bench-limits")

@@ -133,7 +133,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             settings.MEDIA_ROOT = Path(tmp) / "media"
-            from annotation.importing import samples_import
+            from annotation.importing.service import samples_import
             from annotation.services.projects import project_create
 
             directory = Path(tmp)

@@ -111,7 +111,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             settings.MEDIA_ROOT = Path(tmp) / "media"
             from aggregation.services.benchmark import benchmark_import
-            from annotation.importing import samples_import
+            from annotation.importing.service import samples_import
             from judging.datasets import resolve_dataset
             from judging.parsing import parse_judge_output
             from judging.predictions import read_predictions

@@ -22,7 +22,8 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation.importing import ImportRejected, ImportReport, Problem, samples_import
+from annotation.importing.errors import ImportRejected, Problem
+from annotation.importing.service import ImportReport, samples_import
 from annotation.models import Project, Slot, Vote
 
 from ..export.build import LABELS_PUBLISHED, published_labels

@@ -1,6 +1,5 @@
-"""Importing samples: our JSONL format and the published Multi-Crit row format (JSONL/Parquet)."""
+"""Importing samples: our JSONL format and the published Multi-Crit row format (JSONL/Parquet).
 
-from .errors import ImportRejected, Problem
-from .service import ImportReport, samples_import
-
-__all__ = ["ImportRejected", "ImportReport", "Problem", "samples_import"]
+`service.samples_import` is the entry point; `errors` holds what a refused file reports. The
+readers and limits import no Django model, so scripts and the judging readers can use them.
+"""

@@ -13,7 +13,8 @@ from annotation.curation import (
     length_keep,
     parse_filters,
 )
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import Sample
 
 from .import_data import sample_line, write_jsonl

@@ -8,7 +8,8 @@ import zipfile
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import ReferenceLabel, Sample, Slot
 
 from .import_data import jpeg_bytes, png_bytes, sample_line, write_jsonl

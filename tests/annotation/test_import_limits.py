@@ -10,8 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.importing import ImportRejected, samples_import, zipguard
 from annotation.importing import limits as L
+from annotation.importing import zipguard
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import ReferenceLabel, Sample, Slot
 
 from .import_data import multicrit_rows, png_bytes, sample_line, write_jsonl

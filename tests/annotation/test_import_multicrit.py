@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import ReferenceLabel, Sample
 
 from .import_data import multicrit_rows, png_bytes, write_jsonl

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import ReferenceLabel, Sample, Slot
 
 from .import_data import png_bytes, sample_line

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 from annotation.models import Job, PairType, ReferenceLabel, Sample, Slot
 from tests.published_data import published_rows, write_flat_jsonl, write_parquet
 

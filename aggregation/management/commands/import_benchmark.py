@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from aggregation.services.benchmark import benchmark_import
-from annotation.importing import ImportRejected
+from annotation.importing.errors import ImportRejected
 
 
 class Command(BaseCommand):

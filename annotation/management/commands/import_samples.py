@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from annotation.curation import FILTERS, parse_filters
-from annotation.importing import ImportRejected, samples_import
+from annotation.importing.errors import ImportRejected
+from annotation.importing.service import samples_import
 
 
 class Command(BaseCommand):
