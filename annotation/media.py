@@ -132,7 +132,8 @@ def media_response(request: HttpRequest, file: Path) -> HttpResponse:
 
     ``django`` streams it; ``x-accel`` answers empty with ``X-Accel-Redirect`` under
     ``MEDIA_ACCEL_PREFIX`` (an ``internal`` location of the proxy); ``x-sendfile`` answers empty
-    with ``X-Sendfile: <absolute path>``. The type and disposition headers are the same in all.
+    with ``X-Sendfile: <absolute path>``. The type and disposition headers are the same in all;
+    a proxy that keeps only some of them on an internal redirect must add ``nosniff`` itself.
     """
     mode = getattr(settings, "MEDIA_SERVE", "django")
     relative = file.relative_to(media_root()).as_posix()
