@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -57,19 +58,63 @@ def annotator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
     return wrapped
 
 
-def media_allowed(user: Any, path: str) -> bool:
-    """Whether ``user`` may read the media file at ``path`` (relative to MEDIA_ROOT).
+def media_file(user: Any, path: str) -> Path | None:
+    """The file under MEDIA_ROOT that ``user`` may read at ``path`` (URL-decoded), or None.
 
-    Sample images (``samples/<project id>/...``) go to leads and the project's active members;
-    exports, uploads and anything else to leads only.
+    The only place that decides who reads media. The path is normalised first (see
+    :func:`annotation.media.media_path_normalise`); its project part is looked up in the
+    database for every known prefix, and any other prefix is refused:
+
+    * ``samples/<project id>/{original,web}/<file>``: leads and the project's active members;
+    * ``versions/<project id>/<version folder>/<file>``: leads;
+    * ``imports/<project slug>/...``: leads;
+    * ``judging/uploads/v<version id>/<file>``: leads.
     """
-    if is_lead(user):
-        return True
-    parts = path.split("/")
-    if len(parts) >= 3 and parts[0] == "samples" and parts[1].isdigit():
-        from .models import ProjectMember
+    from aggregation.models import DatasetVersion
 
-        return ProjectMember.objects.filter(
-            project_id=int(parts[1]), user=user, is_active=True
-        ).exists()
-    return False
+    from .media import media_path_normalise, media_resolve
+    from .models import Project, ProjectMember
+
+    if not getattr(user, "is_authenticated", False):
+        return None
+    clean = media_path_normalise(path)
+    if clean is None:
+        return None
+    parts = clean.split("/")
+    head = parts[0]
+    if head == "samples" and len(parts) == 4 and parts[2] in ("original", "web"):
+        project_id = _canonical_int(parts[1])
+        if project_id is None or not Project.objects.filter(pk=project_id).exists():
+            return None
+        allowed = (
+            is_lead(user)
+            or ProjectMember.objects.filter(
+                project_id=project_id, user=user, is_active=True
+            ).exists()
+        )
+    elif head == "versions" and len(parts) == 4:
+        project_id = _canonical_int(parts[1])
+        allowed = (
+            project_id is not None
+            and Project.objects.filter(pk=project_id).exists()
+            and is_lead(user)
+        )
+    elif head == "imports" and len(parts) >= 3:
+        allowed = Project.objects.filter(slug=parts[1]).exists() and is_lead(user)
+    elif head == "judging" and len(parts) == 4 and parts[1] == "uploads":
+        version_id = _canonical_int(parts[2].removeprefix("v")) if parts[2][:1] == "v" else None
+        allowed = (
+            version_id is not None
+            and DatasetVersion.objects.filter(pk=version_id).exists()
+            and is_lead(user)
+        )
+    else:
+        allowed = False
+    return media_resolve(clean) if allowed else None
+
+
+def _canonical_int(text: str) -> int | None:
+    """``int(text)`` for a plain positive decimal without leading zeros, else None."""
+    if not text.isdigit() or not text.isascii() or text.startswith("0"):
+        return None
+    return int(text)

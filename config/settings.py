@@ -182,6 +182,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+# How allowed media files leave: "django" streams them, "x-accel" / "x-sendfile" hand them to the
+# proxy (an internal location serving MEDIA_ROOT under MEDIA_ACCEL_PREFIX). See annotation.media.
+MEDIA_SERVE = os.environ.get("MEDIA_SERVE", "django")
+MEDIA_ACCEL_PREFIX = os.environ.get("MEDIA_ACCEL_PREFIX", "/protected-media/")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

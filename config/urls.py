@@ -2,21 +2,23 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path
-from django.views.static import serve
+from django.views.decorators.http import require_safe
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation.permissions import media_allowed
+from annotation.media import media_response
+from annotation.permissions import media_file
 
 
 @login_required
+@require_safe
 def media(request: HttpRequest, path: str) -> HttpResponse:
     """Serve study data: sample images to the project's members, everything else to leads."""
-    if not media_allowed(request.user, path):
-        raise PermissionDenied("You may not read this file.")
-    return serve(request, path, document_root=settings.MEDIA_ROOT)
+    file = media_file(request.user, path)
+    if file is None:
+        raise Http404("No such file.")  # refused, malformed and missing paths look the same
+    return media_response(request, file)
 
 
 urlpatterns = [
@@ -33,7 +35,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    # Sample images and export files are study data: only logged-in users get them. A large
-    # deployment can put a proxy's internal redirect in front of this view.
+    # Sample images and export files are study data: annotation.permissions.media_file decides
+    # who reads which; MEDIA_SERVE=x-accel or x-sendfile hands the bytes to the proxy.
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media, name="media"),
 ]

@@ -175,19 +175,18 @@ def benchmark_import(
 def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any, images: str = ""):
     """Keep the uploaded files and queue the job that imports them as the benchmark version."""
     from django.core.files.storage import default_storage
-    from django.utils import timezone
-    from django.utils.text import get_valid_filename
 
+    from annotation.media import upload_storage_name
     from annotation.models import Job
     from annotation.services.jobs import job_create, job_enqueue
 
     from ..tasks_benchmark import benchmark_import_task
 
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     names = [Path(getattr(f, "name", "") or "rows.parquet").name for f in files]
+    # One random folder per file: unguessable, and same-named shards cannot collide.
     paths = [
         default_storage.save(
-            f"imports/{project.slug}/benchmark-{stamp}/{get_valid_filename(name)}", upload
+            upload_storage_name(f"imports/{project.slug}", name, "rows.parquet"), upload
         )
         for name, upload in zip(names, files, strict=True)
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import IO, Any
@@ -9,9 +10,8 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.utils import timezone
-from django.utils.text import get_valid_filename
 
+from ..media import upload_storage_name
 from ..models import Job, Project
 from ..services.jobs import job_create, job_enqueue
 from .limits import size_text
@@ -30,16 +30,15 @@ def import_upload_enqueue(
     filters: list[str] | None = None,
     images: str = "",
 ) -> Job:
-    """Store the upload under ``imports/`` and queue the task that validates and imports it."""
+    """Store the upload under ``imports/<slug>/<random>/`` and queue the task that imports it."""
     from ..tasks_import import import_samples_task
 
     problem = upload_size_problem(file)
     if problem:
         raise ValueError(problem)
     filename = Path(getattr(file, "name", "") or "upload.jsonl").name
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     path = default_storage.save(
-        f"imports/{project.slug}/{stamp}-{get_valid_filename(filename)}", file
+        upload_storage_name(f"imports/{project.slug}", filename, "upload.jsonl"), file
     )
     with transaction.atomic():
         job = job_create(
@@ -69,8 +68,17 @@ def upload_size_problem(file: IO) -> str | None:
 
 
 def upload_discard(path: str) -> None:
-    """Remove a stored upload that was refused or whose import failed."""
+    """Remove a stored upload that was refused or whose import failed, and its folder if empty."""
     try:
         default_storage.delete(path)
     except OSError:
         logger.warning("could not remove the refused upload %s", path, exc_info=True)
+        return
+    upload_folder_discard(path)
+
+
+def upload_folder_discard(path: str) -> None:
+    """Remove the random folder an upload was stored in, once it is empty."""
+    # Not empty, already gone, or a storage without local folders: leave it.
+    with contextlib.suppress(OSError, NotImplementedError):
+        Path(default_storage.path(path)).parent.rmdir()

@@ -276,9 +276,9 @@ def test_stored_paths_are_unguessable_and_never_shown(built, lead_key, client, a
     body = api(lead_key).get(f"{BASE}/1/").content.decode()
     assert folder not in body
     guessed = f"/media/versions/{built.project_id}/v1/test-project-v1.parquet"
-    # Export files are for leads only; even a lead cannot reach them by a guessed path.
+    # Export files are for leads only (others get 404); even a lead cannot guess the path.
     client.force_login(annotators[0])
-    assert client.get(guessed).status_code == 403
-    assert client.get(f"/media/{record.file.name}").status_code == 403
+    assert client.get(guessed).status_code == 404
+    assert client.get(f"/media/{record.file.name}").status_code == 404
     client.force_login(lead)
     assert client.get(guessed).status_code == 404

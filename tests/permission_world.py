@@ -1,0 +1,109 @@
+"""A small world for the permission matrix: two projects, every role, one of each object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.files.base import ContentFile
+from django.utils import timezone
+
+from aggregation.models import DatasetFile, DatasetVersion
+from annotation.models import (
+    ANNOTATOR_GROUP,
+    LEAD_GROUP,
+    ApiToken,
+    Job,
+    Project,
+    ProjectMember,
+    Slot,
+)
+from annotation.services.jobs import job_create
+from annotation.services.projects import member_add, project_create
+from judging import services as judging_services
+from judging.models import JudgeRun
+from tests.annotation.work_data import make_formal
+from tests.conftest import make_user
+from tests.judging.web_data import make_token, make_version, predictions_upload
+
+#: Roles of a browser session; ``None`` is an anonymous visitor.
+SESSION_ROLES = ("anonymous", "annotator", "other_annotator", "no_role", "lead")
+#: API tokens: whose, with which scope; ``revoked`` is the lead's revoked predictions token.
+TOKEN_ROLES = ("tok_lead_read", "tok_lead_pred", "tok_ann_read", "tok_ann_pred", "tok_revoked")
+JUDGE = "org/judge-x"
+
+
+@dataclass
+class PermissionWorld:
+    """Project P (with everything) and Q (another annotator's), users and API keys."""
+
+    p: Project
+    q: Project
+    users: dict[str, User | None]
+    keys: dict[str, str]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def build_world() -> PermissionWorld:
+    """P: samples with slots, a ready version 1 with a JSONL file and a scorecard, jobs, tokens."""
+    lead = make_user("matrix-lead", LEAD_GROUP)
+    annotator = make_user("matrix-ann", ANNOTATOR_GROUP)
+    other = make_user("matrix-other", ANNOTATOR_GROUP)
+    p = project_create(name="Project P", slug="proj-p")
+    q = project_create(name="Project Q", slug="proj-q")
+    member = member_add(project=p, user=annotator)
+    member_add(project=q, user=other)
+    samples = make_formal(p, 2)
+    criterion = p.criteria.filter(split=samples[0].split).first()
+    version = make_version(p)
+    record = DatasetFile(version=version, kind=DatasetFile.Kind.JSONL, size=3, sha256="0" * 64)
+    record.file.save("rows.jsonl", ContentFile(b"{}\n"), save=False)
+    record.save()
+    judging_services.judge_run_upload(
+        version=version, judge=JUDGE, file=predictions_upload(), by=lead
+    )
+    run = JudgeRun.objects.filter(version=version).first()
+    import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
+    score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
+    keys = {
+        "tok_lead_read": make_token(lead, scope="read"),
+        "tok_lead_pred": make_token(lead, scope="predictions"),
+        "tok_ann_read": make_token(annotator, scope="read"),
+        "tok_ann_pred": make_token(annotator, scope="predictions"),
+        "tok_revoked": make_token(lead, scope="predictions"),
+    }
+    ApiToken.objects.filter(prefix=keys["tok_revoked"][:8]).update(revoked_at=timezone.now())
+    spare_token = ApiToken.objects.get(prefix=make_token(other, scope="read")[:8])
+    image = f"samples/{p.pk}/web/{'a' * 32}.png"
+    target = Path(settings.MEDIA_ROOT) / image
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\x89PNG")
+    kwargs = {
+        "slug": p.slug,
+        "number": version.number,
+        "sample_id": samples[0].pk,
+        "criterion_id": criterion.pk,
+        "member_id": member.pk,
+        "slot_id": Slot.objects.filter(sample__project=p).first().pk,
+        "run_id": run.pk,
+        "pk": spare_token.pk,
+        "kind": DatasetFile.Kind.JSONL,
+        "judge": JUDGE,
+        "split": "open_ended",
+        "path": image,
+        "import_job": import_job.pk,
+        "score_job": score_job.pk,
+    }
+    assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
+    assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()
+    users = {
+        "anonymous": None,
+        "annotator": annotator,
+        "other_annotator": other,
+        "no_role": make_user("matrix-nobody"),
+        "lead": lead,
+    }
+    return PermissionWorld(p=p, q=q, users=users, keys=keys, kwargs=kwargs)
