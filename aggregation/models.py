@@ -127,8 +127,8 @@ class SampleReview(models.Model):
 def version_file_path(instance: "DatasetFile", filename: str) -> str:
     """``versions/<project id>/v<n>-<key>/<filename>``, the key derived from SECRET_KEY.
 
-    Media files are served to any logged-in user; the key keeps a version's folder
-    unguessable, so its files are only reached through the views that check who may read them.
+    Under /media/ these are the lead's (``annotation.permissions.media_file``); the key keeps
+    the folder unguessable besides, so a leaked media path names no other version.
     """
     version = instance.version
     key = hmac.new(

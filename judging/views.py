@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from aggregation.models import DatasetVersion
 from annotation.models import Job, Project
@@ -92,6 +92,7 @@ def _best_by_column(rows: list[selectors.LeaderboardRow], n: int) -> list[float 
 
 
 @login_required
+@require_safe
 def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = _get_version_for_user(request, slug, number)
     splits = selectors.version_splits(version=version)
@@ -164,6 +165,7 @@ def _share_chart(diagnostics: dict[str, Any]) -> str:
 
 
 @login_required
+@require_safe
 def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpResponse:
     version = _get_version_for_user(request, slug, number)
     splits = selectors.judge_splits(version=version, judge=judge)

@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from .. import selectors
 from ..models import Criterion, Split
@@ -11,6 +12,7 @@ from ..permissions import is_lead
 
 
 @login_required
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     context = {
         "projects": selectors.project_list_with_counts() if is_lead(request.user) else None,
@@ -20,6 +22,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     project = selectors.project_get(slug=slug)
     lead = is_lead(request.user)

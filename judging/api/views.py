@@ -52,15 +52,14 @@ def token_scopes(token: ApiToken) -> set[str]:
 
 
 def _check_may_submit(request: Request) -> None:
-    """A token needs the ``predictions`` scope; a browser session needs the lead role."""
-    if isinstance(request.auth, ApiToken):
-        if PREDICTIONS_SCOPE not in token_scopes(request.auth):
-            raise PermissionDenied(
-                "This API token is read-only; submitting predictions needs a token with the "
-                f"'{PREDICTIONS_SCOPE}' scope."
-            )
-    elif not is_lead(request.user):
+    """Only the lead submits predictions (as on the web); a token also needs the scope."""
+    if not is_lead(request.user):
         raise PermissionDenied("Only the project lead submits predictions.")
+    if isinstance(request.auth, ApiToken) and PREDICTIONS_SCOPE not in token_scopes(request.auth):
+        raise PermissionDenied(
+            "This API token is read-only; submitting predictions needs a token with the "
+            f"'{PREDICTIONS_SCOPE}' scope."
+        )
 
 
 def _as_file(items: list[dict[str, Any]]) -> io.BytesIO:
