@@ -1,10 +1,11 @@
 // Typeset the formulas the server marked as .math-inline / .math-display, on load and after
 // every htmx swap. The one KaTeX configuration of the site: trust is off, so \href, \url,
-// \htmlClass and the like render as inert text, and a bad formula shows in red, never throws.
+// \htmlClass and the like render as inert text. A formula KaTeX cannot parse stays as its TeX,
+// marked .math-error (KaTeX's own error box would need a style attribute, which the CSP refuses).
 (function () {
   "use strict";
   const OPTIONS = {
-    throwOnError: false,
+    throwOnError: true,
     trust: false,
     strict: "ignore",
     maxExpand: 1000,
@@ -23,6 +24,8 @@
         window.katex.render(tex, el, Object.assign({ displayMode: display }, OPTIONS));
       } catch (error) {
         el.textContent = tex;
+        el.classList.add("math-error");
+        el.title = String(error && error.message || error);
       }
       el.dataset.typeset = "1";
     });
