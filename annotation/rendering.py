@@ -190,11 +190,22 @@ def _keep_attribute(tag: str, name: str, value: str) -> str | None:
     return value if value in _MATH_CLASSES else None
 
 
-@lru_cache(maxsize=1024)
+# Texts up to this length are cached (a page shows the same sample several times); a longer one
+# is rendered each time, so the cache stays small however long the responses are.
+CACHE_MAX_CHARS = 20_000
+
+
 def render_markdown(text: str) -> str:
     """Render untrusted Markdown to sanitised HTML, with math marked for KaTeX."""
     if not text:
         return ""
+    if len(text) <= CACHE_MAX_CHARS:
+        return _render_cached(text)
+    return render_markdown_uncached(text)
+
+
+def render_markdown_uncached(text: str) -> str:
+    """Render without the cache (for benchmarks and timing tests)."""
     raw = _MD.render(text, {}).strip()
     # Sanitising is the last step: nothing may be added to the HTML after nh3 has seen it.
     return nh3.clean(
@@ -205,3 +216,6 @@ def render_markdown(text: str) -> str:
         url_schemes=_URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
     )
+
+
+_render_cached = lru_cache(maxsize=1024)(render_markdown_uncached)

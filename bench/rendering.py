@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/rendering.py [--sizes 10,100,1000] [--only NAME]
 
-Each input is rendered once through ``annotation.rendering.render_markdown`` (cache bypassed) and
+Each input is rendered once through ``annotation.rendering.render_markdown_uncached`` and
 printed as milliseconds per KB beside two floors of the same length through the same function:
 plain prose (words and spaces) and a normal model response (lists, a table, math, code, line
 breaks). Linear rendering shows as ms/KB that stays flat as the size grows; the quadratic math
@@ -18,9 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from annotation.rendering import render_markdown
-
-render = render_markdown.__wrapped__
+from annotation.rendering import render_markdown_uncached as render
 
 PLAIN = "The photo shows a street market at dusk with three lamps above a stall of oranges. "
 NORMAL = (

@@ -13,9 +13,7 @@ import time
 
 import pytest
 
-from annotation.rendering import render_markdown
-
-render = render_markdown.__wrapped__  # no cache: every call does the work
+from annotation.rendering import render_markdown_uncached as render
 
 NORMAL = (
     "The image shows a **street market** at dusk.\n"
