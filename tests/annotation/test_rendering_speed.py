@@ -5,7 +5,7 @@ pre-pass searched for a closer from every opener. Each hostile text here is rend
 normal model response of the same length and must not take more than 50 times as long (the
 parser's link and image openers cost about ten times a normal response per character; a
 quadratic scan costs thousands of times as much at these sizes), and a quarter of it must take
-at least a fifth of the time (linear: a quarter; quadratic: a sixteenth). CPU time of this
+at least an eighth of the time (linear: a quarter; quadratic: a sixteenth). CPU time of this
 process is measured, so other work on the machine counts less.
 """
 
