@@ -144,7 +144,11 @@ def _math_block(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         last += 1
     if last >= end:
         return False
-    body = state.src[begin + 2 : close]
+    # The lines as this block sees them (a quote's ">" or a list's indent taken off).
+    text = state.getLines(start, last + 1, state.blkIndent, False).strip()
+    if not (text.startswith(opener) and text.endswith(_OPENERS[opener])):
+        return False
+    body = text[2:-2]
     if not body.strip():
         return False
     if silent:

@@ -274,6 +274,18 @@ CASES = [
         {"table": 1, "br": 1},
     ),
     Case(
+        "display math inside a quote loses the quote markers",
+        "> Proof:\n> $$\n> a^2 + b^2\n> = c^2\n> $$\n> done",
+        {"blockquote": 1, "p": 2},
+        [(DSP, "a^2 + b^2\n= c^2")],
+    ),
+    Case(
+        "display math inside a list item",
+        "1. Step one:\n   $$\n   x = 1\n   $$\n2. Step two",
+        {"ol": 1, "li": 2},
+        [(DSP, "x = 1")],
+    ),
+    Case(
         "unclosed formula stays text",
         "The interval \\(0, 1 is open and $x stays.",
         {"p": 1},
