@@ -216,6 +216,15 @@ def test_lead_screens_run_no_payload(hostile, new_page) -> None:
         reverse("leaderboard", args=[slug, version.number]),
         reverse("scorecard", args=[slug, version.number, judge]),
         reverse("members", args=[slug]),
+        # Pages that show only the project's name, with the CSP checks all the same.
+        reverse("home"),
+        reverse("project-detail", args=[slug]),
+        reverse("import-upload", args=[slug]),
+        reverse("versions", args=[slug]),
+        reverse("version-detail", args=[slug, version.number]),
+        reverse("predictions-upload", args=[slug, version.number]),
+        reverse("benchmark-import", args=[slug]),
+        reverse("tokens"),
     ]
     for url in urls:
         check_screen(page, events, url)
