@@ -1,97 +1,225 @@
 """Markdown to safe HTML for questions, responses and criterion descriptions.
 
-Model responses are untrusted text: they are rendered with Markdown (fenced code, tables) and
-then sanitised with nh3, so no script, event handler or ``javascript:`` URL reaches the page.
-Math is cut out before Markdown runs and put back (HTML-escaped) afterwards, because
-Markdown would otherwise eat the backslashes of ``\\(`` and turn ``a_1 b_2`` into emphasis; the
-page renders it with KaTeX's auto-render on the client. Code (fenced or inline) is never searched
-for math, so a ``$`` inside code stays code. Inline ``$...$`` is put back as ``\\(...\\)`` so the
-page's KaTeX needs no single-dollar delimiter and a stray dollar in prose is never math.
+Model responses are untrusted text. They are parsed once with a CommonMark parser (markdown-it),
+which also recognises math, and the finished HTML is sanitised with nh3 as the very last step:
+nothing is inserted after sanitising, so no text of the response can reach the page as markup
+that nh3 has not seen.
+
+Math is a parser rule, not a search-and-replace around the parser, so it only ever applies where
+the parser reads prose: never inside code, a link's address or title, or a raw HTML tag. Each
+formula becomes ``<span class="math-inline">`` or a ``math-display`` element holding the TeX as
+escaped text; ``static/js/math.js`` typesets those elements with KaTeX. Inline ``$...$`` follows a
+strict rule (no space just inside the dollars, no letter or digit right outside them), so "costs
+$5 and $10" and "48 M$ ... 11 M$" stay prose.
+
+The output keeps what the model wrote: single newlines are line breaks, a list may follow its
+introducing line without a blank line (CommonMark), code (fenced or indented) and tables render.
+
+Every scan is linear in the length of the text: a delimiter that has no closer is remembered as
+such, so a text made of thousands of unclosed openers is not searched again and again.
 """
 
 from __future__ import annotations
 
-import html
 import re
-import secrets
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
-import markdown
 import nh3
-
-_EXTENSIONS = ["fenced_code", "tables", "sane_lists"]
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 
 # No images inside responses: they would load from anywhere on the annotator's screen.
 _TAGS = set(nh3.ALLOWED_TAGS) - {"img", "map", "area"}
 _ATTRIBUTES: dict[str, set[str]] = {
     "a": {"href", "title"},
     "code": {"class"},
-    "pre": {"class"},
     "span": {"class"},
     "div": {"class"},
-    "th": {"align", "colspan", "rowspan"},
-    "td": {"align", "colspan", "rowspan"},
+    "th": {"colspan", "rowspan"},
+    "td": {"colspan", "rowspan"},
     "ol": {"start"},
 }
 _URL_SCHEMES = {"http", "https", "mailto"}
+# Classes a response may carry: the math markers and a code block's language. Any other class
+# (one of the page's own, say) is dropped, so a response cannot dress up as the page.
+_MATH_CLASSES = {"math-inline", "math-display"}
+_LANGUAGE_CLASS = re.compile(r"language-[\w#+.-]{1,40}")
 
-# Code first (so math inside it is left alone), then display math before inline math.
-_CODE = re.compile(
-    r"(?P<fence>^(?P<ticks>`{3,}|~{3,})[^\n]*\n.*?^(?P=ticks)[ \t]*$)"
-    r"|(?P<inline>(?P<bt>`+)(?!`).+?(?<!`)(?P=bt)(?!`))",
-    re.MULTILINE | re.DOTALL,
-)
-_MATH = re.compile(
-    r"(?P<dd>\$\$.+?\$\$)"
-    r"|(?P<bracket>\\\[.+?\\\])"
-    r"|(?P<paren>\\\(.+?\\\))"
-    # Inline $...$: not empty, no space just inside the dollars, no letter or digit right before
-    # the opening one or right after the closing one, so "costs $5 and $10" and "48 M$, while
-    # 11 M$" stay prose.
-    r"|(?P<d>(?<![\\$\w])\$(?=\S)(?:[^$\n\\]|\\.)+?(?<=\S)\$(?![$\w]))",
-    re.DOTALL,
-)
+# Inline $...$ content: up to the first unescaped dollar or end of line.
+_DOLLAR_BODY = re.compile(r"(?:[^$\n\\]|\\.)*")
+_OPENERS = {"$$": "$$", "\\[": "\\]", "\\(": "\\)"}
+_DISPLAY = {"$$", "\\["}
 
 
-def _protect(text: str) -> tuple[str, dict[str, str]]:
-    """Replace every math span outside code with an opaque token; return the map back."""
-    salt = secrets.token_hex(4)
-    spans: dict[str, str] = {}
-
-    def stash(match: re.Match[str]) -> str:
-        token = f"MATHX{salt}N{len(spans)}X"
-        source = match.group(0)
-        if match.lastgroup == "d":
-            # Inline $...$ becomes \(...\): the page's KaTeX then needs no single-dollar
-            # delimiter, so a dollar the rule above left as prose ("48 M$ ... 11 M$") stays prose.
-            source = "\\(" + source[1:-1] + "\\)"
-        spans[token] = source
-        return token
-
-    pieces: list[str] = []
-    last = 0
-    for code in _CODE.finditer(text):
-        pieces.append(_MATH.sub(stash, text[last : code.start()]))
-        pieces.append(code.group(0))
-        last = code.end()
-    pieces.append(_MATH.sub(stash, text[last:]))
-    return "".join(pieces), spans
+def _dead(state: StateInline | StateBlock, opener: str) -> bool:
+    """Whether an earlier search in this source found no closer for this opener."""
+    return opener in getattr(state, "math_dead", ())
 
 
-@lru_cache(maxsize=2048)
+def _mark_dead(state: StateInline | StateBlock, opener: str) -> None:
+    """Remember that this opener has no closer from here to the end of this source."""
+    if not hasattr(state, "math_dead"):
+        state.math_dead = set()  # type: ignore[union-attr]
+    state.math_dead.add(opener)  # type: ignore[union-attr]
+
+
+def _word_char(ch: str) -> bool:
+    """A letter, digit or underscore, as in the regex \\w."""
+    return ch.isalnum() or ch == "_"
+
+
+def _math_inline(state: StateInline, silent: bool) -> bool:
+    """Parse \\(...\\), \\[...\\], $$...$$ or a strict $...$ at the current position."""
+    src, pos, end = state.src, state.pos, state.posMax
+    ch = src[pos]
+    if ch not in "$\\":
+        return False
+    two = src[pos : pos + 2]
+    if two in _OPENERS:
+        if _dead(state, two):
+            return False
+        # Search the whole source, not just up to posMax (a link label narrows it): no closer
+        # after here then means none after any later opener of this kind either.
+        close = src.find(_OPENERS[two], pos + 2)
+        if close < 0:
+            _mark_dead(state, two)
+            return False
+        if close + 2 > end:
+            return False
+        body = src[pos + 2 : close]
+        if not body.strip():
+            return False
+        if not silent:
+            token = state.push("math_display" if two in _DISPLAY else "math_inline", "", 0)
+            token.content = body
+            token.markup = two
+        state.pos = close + 2
+        return True
+    if ch != "$":
+        return False
+    # Strict inline dollars: not after a letter, digit, backslash or dollar; no space inside.
+    if pos > 0 and (src[pos - 1] in "\\$" or _word_char(src[pos - 1])):
+        return False
+    match = _DOLLAR_BODY.match(src, pos + 1, end)
+    close = match.end() if match else pos + 1
+    if close >= end or src[close] != "$" or close == pos + 1:
+        return False
+    body = src[pos + 1 : close]
+    if body[0].isspace() or body[-1].isspace():
+        return False
+    if close + 1 < len(src) and (src[close + 1] == "$" or _word_char(src[close + 1])):
+        return False
+    if not silent:
+        token = state.push("math_inline", "", 0)
+        token.content = body
+        token.markup = "$"
+    state.pos = close + 1
+    return True
+
+
+def _math_block(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """Parse a display formula whose $$ or \\[ opens a line and whose closer ends a line."""
+    begin = state.bMarks[start] + state.tShift[start]
+    if state.sCount[start] - state.blkIndent >= 4:
+        return False
+    opener = state.src[begin : begin + 2]
+    if opener not in _DISPLAY or _dead(state, opener):
+        return False
+    close = state.src.find(_OPENERS[opener], begin + 2)
+    if close < 0:
+        _mark_dead(state, opener)
+        return False
+    # The closer must end its line, and the formula must stay within this block's lines.
+    line_end = state.src.find("\n", close)
+    line_end = len(state.src) if line_end < 0 else line_end
+    if state.src[close + 2 : line_end].strip():
+        return False
+    last = start
+    while last < end and state.eMarks[last] < close + 2:
+        last += 1
+    if last >= end:
+        return False
+    # The lines as this block sees them (a quote's ">" or a list's indent taken off).
+    text = state.getLines(start, last + 1, state.blkIndent, False).strip()
+    if not (text.startswith(opener) and text.endswith(_OPENERS[opener])):
+        return False
+    body = text[2:-2]
+    if not body.strip():
+        return False
+    if silent:
+        return True
+    state.line = last + 1
+    token = state.push("math_block", "div", 0)
+    token.content = body
+    token.markup = opener
+    token.map = [start, state.line]
+    return True
+
+
+def _render_math(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    """HTML of one formula: its TeX as escaped text in an element math.js typesets."""
+    token = tokens[idx]
+    if token.type == "math_block":
+        return f'<div class="math-display">{escapeHtml(token.content.strip())}</div>\n'
+    kind = "math-display" if token.type == "math_display" else "math-inline"
+    return f'<span class="{kind}">{escapeHtml(token.content)}</span>'
+
+
+def _parser() -> MarkdownIt:
+    """CommonMark with tables, strikethrough, hard breaks, raw HTML (sanitised later) and math."""
+    md = MarkdownIt("commonmark", {"breaks": True, "html": True})
+    md.enable(["table", "strikethrough"])
+    md.inline.ruler.before("escape", "math", _math_inline)
+    alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("blockquote", "math_block", _math_block, alt)
+    for kind in ("math_inline", "math_display", "math_block"):
+        md.add_render_rule(kind, _render_math)
+    return md
+
+
+_MD = _parser()
+
+
+def _keep_attribute(tag: str, name: str, value: str) -> str | None:
+    """Drop every class except the math markers and a code block's language."""
+    if name != "class":
+        return value
+    if tag == "code":
+        return value if _LANGUAGE_CLASS.fullmatch(value) else None
+    return value if value in _MATH_CLASSES else None
+
+
+# Texts up to this length are cached (a page shows the same sample several times); a longer one
+# is rendered each time, so the cache stays small however long the responses are.
+CACHE_MAX_CHARS = 20_000
+
+
 def render_markdown(text: str) -> str:
-    """Render untrusted Markdown to sanitised HTML, with math kept intact for KaTeX."""
+    """Render untrusted Markdown to sanitised HTML, with math marked for KaTeX."""
     if not text:
         return ""
-    protected, spans = _protect(text)
-    raw = markdown.markdown(protected, extensions=_EXTENSIONS, output_format="html")
-    clean = nh3.clean(
+    if len(text) <= CACHE_MAX_CHARS:
+        return _render_cached(text)
+    return render_markdown_uncached(text)
+
+
+def render_markdown_uncached(text: str) -> str:
+    """Render without the cache (for benchmarks and timing tests)."""
+    raw = _MD.render(text, {}).strip()
+    # Sanitising is the last step: nothing may be added to the HTML after nh3 has seen it.
+    return nh3.clean(
         raw,
         tags=_TAGS,
         attributes=_ATTRIBUTES,
+        attribute_filter=_keep_attribute,
         url_schemes=_URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
     )
-    for token, source in spans.items():
-        clean = clean.replace(token, html.escape(source, quote=False))
-    return clean
+
+
+_render_cached = lru_cache(maxsize=1024)(render_markdown_uncached)

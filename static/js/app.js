@@ -18,3 +18,24 @@ document.body.addEventListener("toast", function (event) {
   toast.textContent = (event.detail && event.detail.value) || "Saved";
   box.appendChild(toast);
 });
+
+// Bars and swatches carry their width or colour as data (the CSP allows no style attribute).
+function applyDataStyles(root) {
+  if (!root || !root.querySelectorAll) return;
+  root.querySelectorAll("[data-width]").forEach(function (el) {
+    const width = parseFloat(el.dataset.width);
+    if (!isNaN(width)) el.style.width = Math.max(0, Math.min(100, width)) + "%";
+  });
+  root.querySelectorAll("[data-color]").forEach(function (el) { el.style.background = el.dataset.color; });
+}
+applyDataStyles(document);
+document.addEventListener("htmx:afterSwap", function () { applyDataStyles(document); });
+document.addEventListener("htmx:load", function (event) {
+  applyDataStyles(event.detail.elt.parentNode || event.detail.elt);
+});
+
+// A form with data-confirm asks before it is sent (instead of an inline onsubmit handler).
+document.addEventListener("submit", function (event) {
+  const message = event.target.dataset && event.target.dataset.confirm;
+  if (message && !window.confirm(message)) event.preventDefault();
+});

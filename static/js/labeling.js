@@ -1,4 +1,4 @@
-// The labeling screen: keyboard shortcuts, time per vote, math, image zoom, scroll sync.
+// The labeling screen: keyboard shortcuts, time per vote, image zoom, scroll sync (math: math.js).
 // The form works without this file; it only makes the screen faster to use.
 (function () {
   "use strict";
@@ -15,20 +15,6 @@
       tag === "SELECT" || target.isContentEditable;
   }
 
-  function renderMath(root) {
-    if (typeof window.renderMathInElement !== "function") return;
-    root.querySelectorAll(".md").forEach(function (el) {
-      window.renderMathInElement(el, {
-        delimiters: [
-          { left: "$$", right: "$$", display: true },
-          { left: "\\[", right: "\\]", display: true },
-          { left: "\\(", right: "\\)", display: false },
-        ],
-        ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code", "option"],
-        throwOnError: false,
-      });
-    });
-  }
 
   function updateCount(textarea) {
     const form = textarea.form;
@@ -42,7 +28,6 @@
 
   function setupItem(root) {
     shownAt = performance.now();
-    renderMath(root);
     const textarea = root.querySelector("#rationale");
     if (textarea) {
       updateCount(textarea);

@@ -67,18 +67,6 @@
     if (el && el.href) window.location.href = el.href;
   }
 
-  function renderMath(root) {
-    if (typeof window.renderMathInElement !== "function") return;
-    root.querySelectorAll(".md").forEach(function (el) {
-      window.renderMathInElement(el, {
-        delimiters: [
-          { left: "$$", right: "$$", display: true }, { left: "\\[", right: "\\]", display: true },
-          { left: "\\(", right: "\\)", display: false },
-        ],
-        throwOnError: false,
-      });
-    });
-  }
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
@@ -174,7 +162,6 @@
     hideClosedForms();
     const all = blocks();
     select(all.find(function (b) { return !b.querySelector(".badge.ok, .badge.bad"); }) || all[0] || null, false);
-    renderMath(document);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

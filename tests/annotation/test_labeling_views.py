@@ -125,7 +125,7 @@ def test_full_page_shows_one_calibration_item(client, project, member, seed):
     body = response.content.decode()
     assert body.startswith("<!doctype html>")
     assert "<em>table</em>" in body
-    assert "\\(x_1\\)" in body  # math left intact for KaTeX
+    assert '<span class="math-inline">x_1</span>' in body  # math marked for KaTeX
     assert "<script>alert" not in body
     assert "<strong>bold</strong>" in body
     assert "calibration · round 1" in body
@@ -134,7 +134,7 @@ def test_full_page_shows_one_calibration_item(client, project, member, seed):
     assert item.is_calibration
     assert escape(item.criterion.name) in body
     assert 'name="choice" value="A"' in body and 'value="tie"' in body
-    assert "vendor/katex/auto-render.min.js" in body
+    assert "vendor/katex/katex.min.js" in body and "js/math.js" in body
     # The progress bar counts every seed item of the round.
     n_criteria = Criterion.objects.filter(project=project, split="open_ended").count()
     assert f"/ {n_criteria}" in body
