@@ -221,8 +221,11 @@ class ProgressReporter:
         """Record progress (throttled); raise if the job was cancelled or taken over."""
         if self._heartbeat is not None and self._heartbeat.lost:
             self._stopped()
+        self._write(done, total, message)
         if self._delay:
             time.sleep(self._delay)
+
+    def _write(self, done: int, total: int | None, message: str | None) -> None:
         now = time.monotonic()
         if now - self._last < self.interval and (total is None or done < total):
             return
