@@ -387,9 +387,12 @@ def job_execute(
 
 
 def _publish(job: Job) -> None:
+    """Send the job's task once, on a fresh connection tried once: a broker outage fails fast."""
     from celery import current_app
 
-    current_app.send_task(job.task, args=[job.pk], retry=False)
+    with current_app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=3)
+        current_app.send_task(job.task, args=[job.pk], retry=False, connection=conn)
 
 
 def _stored_uploads(job: Job) -> list[str]:
