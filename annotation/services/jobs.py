@@ -36,7 +36,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connections, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.db.models.sql import UpdateQuery
@@ -130,7 +130,12 @@ class _JobRow:
         self._conn: Any = None
         if connection.vendor == "postgresql" and not connection.in_atomic_block:
             current = connections[DEFAULT_DB_ALIAS]
-            self._conn = type(current)(dict(current.settings_dict), current.alias)
+            settings_dict = dict(current.settings_dict)
+            # Never wait long for the row: a write that would is skipped, not a stuck worker.
+            options = dict(settings_dict.get("OPTIONS") or {})
+            options["options"] = f"{options.get('options', '')} -c lock_timeout=2000".strip()
+            settings_dict["OPTIONS"] = options
+            self._conn = type(current)(settings_dict, current.alias)
             self._conn.inc_thread_sharing()
 
     @property
@@ -142,14 +147,22 @@ class _JobRow:
         return Job.objects.filter(pk=self.job_id, status=Job.Status.RUNNING, attempts=self.attempt)
 
     def beat(self, **fields: Any) -> int:
-        """Set ``fields`` and the heartbeat if this attempt still holds the job; rows updated."""
+        """Set ``fields`` and the heartbeat if this attempt still holds the job.
+
+        Returns the rows updated (0: the job is no longer this attempt's), or -1 when the row
+        was locked by someone else's open transaction and the write was skipped.
+        """
         fields["heartbeat_at"] = timezone.now()
         if self._conn is None:
             return self._mine().update(**fields)
         query = self._mine().query.chain(UpdateQuery)
         query.add_update_values(fields)
         with self._lock:
-            return query.get_compiler(connection=self._conn).execute_sql(ROW_COUNT)
+            try:
+                return query.get_compiler(connection=self._conn).execute_sql(ROW_COUNT)
+            except OperationalError:
+                logger.warning("job %s: its row is locked; write skipped", self.job_id)
+                return -1
 
     def status(self) -> str | None:
         """The job's current status, read outside the work's transaction where possible."""
@@ -181,7 +194,7 @@ class _Heartbeat(threading.Thread):
         """Beat until stopped or until the job is no longer this attempt's."""
         while not self._stop_event.wait(self.every):
             try:
-                if not self.row.beat():
+                if self.row.beat() == 0:
                     self.lost = True
                     return
             except Exception:  # a database hiccup: the next beat tries again
@@ -237,7 +250,7 @@ class ProgressReporter:
             fields["message"] = message[:300]
         if self._row is None:
             Job.objects.filter(pk=self.job_id).update(**fields)
-        elif not self._row.beat(**fields):
+        elif self._row.beat(**fields) == 0:
             self._stopped()
 
     def _stopped(self) -> None:
@@ -525,8 +538,6 @@ def jobs_sweep() -> dict[str, int]:
     Idempotent and safe with several beats: each re-send is claimed by a conditional UPDATE of
     ``enqueued_at``, and a duplicate message only finds the job already claimed.
     """
-    if _eager():
-        return {"failed": 0, "resent": 0}
     now = timezone.now()
     lease = timedelta(seconds=lease_seconds())
     stale = now - lease
@@ -537,6 +548,8 @@ def jobs_sweep() -> dict[str, int]:
     dead = Job.objects.filter(_dead(stale))
     for job_id in dead.filter(attempts__gte=F("max_attempts")).values_list("pk", flat=True):
         failed += _fail_exhausted(job_id)
+    if _eager():
+        return {"failed": failed, "resent": 0}  # nothing to re-send to: tasks run in-process
     # A re-send waits a lease after the previous one, so a busy queue is not flooded.
     not_recently_sent = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale)
     candidates = Job.objects.filter(
