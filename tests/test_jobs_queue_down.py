@@ -86,22 +86,17 @@ def _answers(client: redis.Redis) -> bool:
 
 @contextlib.contextmanager
 def broker_at(url: str) -> Iterator[None]:
-    """Point this process's Celery app at ``url`` (not eager), and back afterwards."""
+    """Point this process's Celery app at ``url`` (not eager), and back afterwards.
+
+    Jobs are published on a fresh connection each time, so no pooled connection needs closing.
+    """
     conf = celery_app.conf
     previous = (conf.broker_url, conf.broker_write_url, conf.task_always_eager)
 
-    def reset_pools() -> None:
-        if celery_app._pool is not None:
-            celery_app._pool.force_close_all()
-        celery_app._pool = None
-        celery_app.amqp._producer_pool = None
-
-    reset_pools()
     conf.broker_url, conf.broker_write_url, conf.task_always_eager = url, url, False
     try:
         yield
     finally:
-        reset_pools()
         conf.broker_url, conf.broker_write_url, conf.task_always_eager = previous
 
 
