@@ -391,7 +391,8 @@ def job_execute(
             message="Cancelled while running; nothing of it was kept.", finished_at=timezone.now()
         )
     job.refresh_from_db()
-    if status == Job.Status.CANCELLED:
+    if status == Job.Status.CANCELLED and job.status == Job.Status.CANCELLED:
+        # Only this attempt's cancel: a job taken over by another attempt is left to it.
         job_abandoned.send(sender=Job, job=job)
     return job
 
