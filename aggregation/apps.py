@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class AggregationConfig(AppConfig):
     name = "aggregation"
     verbose_name = "Aggregation, review and export"
+
+    def ready(self) -> None:
+        """Fail the versions of a job abandoned for good (see services.jobs.job_abandoned)."""
+        from annotation.services.jobs import job_abandoned
+
+        job_abandoned.connect(_job_abandoned, dispatch_uid="aggregation.version_build_abandoned")
+
+
+def _job_abandoned(sender: object, job: object, **kwargs: object) -> None:
+    from .services.versions import version_build_abandoned
+
+    version_build_abandoned(job)

@@ -40,6 +40,7 @@ def _work(job: Job, progress: Any) -> dict[str, Any]:
 
 
 @shared_task(name="aggregation.benchmark_import")
-def benchmark_import_task(job_id: int) -> int:
-    """Import the job's files as the published benchmark; a redelivery does nothing."""
-    return job_execute(job_id, _work).pk
+def benchmark_import_task(job_id: int) -> int | None:
+    """Import the job's files as the published benchmark (one transaction: a re-run is clean)."""
+    job = job_execute(job_id, _work)
+    return job.pk if job else None

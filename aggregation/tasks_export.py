@@ -33,6 +33,7 @@ def _work(job: Job, progress: Any) -> dict[str, Any]:
 
 
 @shared_task(name="aggregation.version_build")
-def version_build_task(job_id: int) -> int:
-    """Build the version a queued BUILD_VERSION job asks for; a redelivery does nothing."""
-    return job_execute(job_id, _work).pk
+def version_build_task(job_id: int) -> int | None:
+    """Build the version a BUILD_VERSION job asks for; a dead attempt's version is rebuilt."""
+    job = job_execute(job_id, _work)
+    return job.pk if job else None

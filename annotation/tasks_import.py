@@ -25,8 +25,8 @@ class ImportFileInvalid(Exception):
 def import_samples_task(job_id: int) -> None:
     """Validate and import the job's uploaded file; a rejected file stores its error list.
 
-    Safe to run twice: ``job_execute`` starts only a queued job, and the import itself is
-    idempotent by external id.
+    Safe to run twice: ``job_execute`` lets one attempt at a time claim the job, the import is
+    one transaction (a killed attempt leaves nothing) and idempotent by external id.
     """
 
     def work(job: Job, progress: Any) -> dict[str, Any]:

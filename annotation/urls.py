@@ -16,6 +16,8 @@ urlpatterns = [
         name="criterion-edit",
     ),
     path("jobs/<int:job_id>/", jobs.job_status, name="job-status"),
+    path("jobs/<int:job_id>/cancel/", jobs.job_cancel, name="job-cancel"),
+    path("jobs/<int:job_id>/retry/", jobs.job_retry, name="job-retry"),
     path("", include("annotation.urls_import")),
     path("", include("annotation.urls_members")),
     path("", include("annotation.urls_labeling")),

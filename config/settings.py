@@ -225,8 +225,21 @@ CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
+# A task is acknowledged when it ends and given back when its worker dies, so a killed worker's
+# job is delivered again (annotation/services/jobs.py: the job's lease makes that safe).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis gives an unacknowledged message to another worker after the visibility timeout: the
+# delay before a whole killed worker's task comes back by itself (the jobs-sweep beat entry
+# re-sends it sooner, after JOB_LEASE_SECONDS). A job running longer than this is delivered a
+# second time, which finds it claimed and does nothing.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "900")),
+    "socket_connect_timeout": 3,
+}
+# Starting a job publishes without retries and answers "the job queue is unavailable" fast.
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULE = {
@@ -234,7 +247,21 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotation.tasks.reclaim_expired_leases",
         "schedule": 300.0,
     },
+    "jobs-sweep": {
+        "task": "annotation.tasks.jobs_sweep",
+        "schedule": float(os.environ.get("JOB_SWEEP_SECONDS", "60")),
+    },
 }
+
+# --- Background jobs (annotation/services/jobs.py) -----------------------------------------
+# A running job's worker refreshes its heartbeat every third of the lease; a job whose heartbeat
+# is older than the lease lost its worker and is run again, up to JOB_MAX_ATTEMPTS times.
+JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))
+JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
+# A job still queued after this long (its message lost) is sent again by the sweep.
+JOB_QUEUED_RESEND_SECONDS = float(os.environ.get("JOB_QUEUED_RESEND_SECONDS", "300"))
+# Test-only: every progress call of a job sleeps this long, so tests can stop a worker mid-job.
+JOB_TEST_DELAY_SECONDS = float(os.environ.get("JOB_TEST_DELAY_SECONDS", "0"))
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

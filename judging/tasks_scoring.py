@@ -10,7 +10,7 @@ from django.core.files.storage import default_storage
 
 from aggregation.models import DatasetVersion
 from annotation.models import Job
-from annotation.services.jobs import ProgressReporter, job_execute
+from annotation.services.jobs import JobLeaseLost, ProgressReporter, job_execute
 
 from .services import UploadRejected, judge_run_upload
 
@@ -36,9 +36,14 @@ def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
     except UploadRejected as exc:
         # The page lists the error with its line and field; the job's error keeps the text.
         Job.objects.filter(pk=job.pk).update(result={"errors": [exc.as_dict()]})
-        raise
-    finally:
         default_storage.delete(params["path"])
+        raise
+    except JobLeaseLost:
+        raise  # the attempt that took the job over is reading the file
+    except BaseException:
+        default_storage.delete(params["path"])
+        raise
+    default_storage.delete(params["path"])
     return {
         "summary": result.summary(),
         "judge": result.run.judge,
@@ -52,5 +57,8 @@ def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
 
 @shared_task(name="judging.predictions_score", acks_late=True)
 def predictions_score(job_id: int) -> None:
-    """Store and score the predictions file of a queued upload job (safe to deliver twice)."""
+    """Store and score the predictions file of an upload job (safe to deliver twice).
+
+    A killed worker leaves the file in place, so the job's next attempt reads it again.
+    """
     job_execute(job_id, _score)

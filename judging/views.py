@@ -18,6 +18,8 @@ from aggregation.models import DatasetVersion
 from annotation.models import Job, Project
 from annotation.permissions import is_lead, lead_required
 from annotation.selectors import project_get
+from annotation.services.jobs import JobQueueUnavailable
+from annotation.views.jobs import queue_unavailable
 
 from . import selectors, services
 from .charts import Bar, bar_chart_svg
@@ -243,6 +245,12 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                 )
             except services.UploadRejected as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            except JobQueueUnavailable as exc:
+                form.add_error(None, str(exc))
+                context = _upload_context(version, form, None)
+                template = "judging/upload.html#upload-panel" if request.htmx else None
+                page = render(request, template or "judging/upload.html", context)
+                return queue_unavailable(request, page)
             else:
                 if request.htmx:
                     context = _upload_context(version, PredictionsUploadForm(), job)

@@ -6,6 +6,9 @@ in the list. The files are then written to a temporary directory from one consis
 labels, and in a single transaction the rows are frozen, the files stored and the status set to
 ``ready``. Any error rolls that transaction back, removes stored files and marks the version
 ``failed``: a failed version has no rows and no files, and the API only ever shows ready ones.
+A worker killed mid-build leaves the version ``building``: the job's next attempt rebuilds it
+under the same number, and a job abandoned for good (cancelled, out of attempts) fails it, so a
+number is never a silent gap.
 
 Immutability: nothing here (or anywhere) changes a ready version; the ready flip is a conditional
 update of a ``building`` record, and on PostgreSQL triggers refuse any change to a ready version's
@@ -39,7 +42,13 @@ from ..export.manifest import (
 )
 from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..export.writers import file_digest
-from ..models import AgreementSnapshot, DatasetFile, DatasetRow, DatasetVersion
+from ..models import (
+    AgreementSnapshot,
+    DatasetFile,
+    DatasetRow,
+    DatasetVersion,
+    version_file_path,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +80,56 @@ def _number_reserve(
             # A concurrent build took the number (SQLite has no row lock): take the next one.
             continue
     raise RuntimeError("could not reserve a version number after 5 attempts")
+
+
+def _version_folder(version: DatasetVersion) -> str:
+    return version_file_path(DatasetFile(version=version), "x").rsplit("/", 1)[0]
+
+
+def _stray_files_remove(version: DatasetVersion) -> None:
+    """Remove files a dead attempt stored for a version whose records it never committed."""
+    storage = _file_storage()
+    folder = _version_folder(version)
+    kept = set(DatasetFile.objects.filter(version=version).values_list("file", flat=True))
+    try:
+        names = storage.listdir(folder)[1] if storage.exists(folder) else []
+    except (OSError, NotImplementedError):
+        return
+    for name in names:
+        path = f"{folder}/{name}"
+        if path not in kept:
+            storage.delete(path)
+
+
+def _stale_build(job: Any) -> DatasetVersion | None:
+    """The version a dead attempt of ``job`` left building, to rebuild under the same number.
+
+    A job runs one attempt at a time (its lease), so a building version of the job is a dead
+    attempt's: its rows and file records were rolled back with it; its stored files are removed.
+    """
+    if job is None or getattr(job, "pk", None) is None:
+        return None
+    version = DatasetVersion.objects.filter(
+        job_id=job.pk, status=DatasetVersion.Status.BUILDING
+    ).first()
+    if version is not None:
+        logger.warning("rebuilding version %s left building by a dead attempt", version.number)
+        _stray_files_remove(version)
+    return version
+
+
+def version_build_abandoned(job: Any) -> int:
+    """Fail the versions an abandoned job left building (its error in their note); how many."""
+    failed = 0
+    for version in DatasetVersion.objects.filter(
+        job_id=job.pk, status=DatasetVersion.Status.BUILDING
+    ):
+        reason = job.error or job.message or "the job was stopped"
+        failed += DatasetVersion.objects.filter(
+            pk=version.pk, status=DatasetVersion.Status.BUILDING
+        ).update(status=DatasetVersion.Status.FAILED, note=f"Build failed: {reason}"[:2000])
+        _stray_files_remove(version)
+    return failed
 
 
 def _consistent_read(*, outermost: bool) -> None:
@@ -214,7 +273,7 @@ def version_build(
     """
     if include_seeds is None:
         include_seeds = project.export_includes_seeds
-    version = _number_reserve(
+    version = _stale_build(job) or _number_reserve(
         project=project, by=by, include_votes=include_votes, include_seeds=include_seeds, job=job
     )
     stored: list[str] = []

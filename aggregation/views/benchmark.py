@@ -11,6 +11,8 @@ from annotation.importing.sources import unsafe_path
 from annotation.importing.uploads import UPLOAD_SUFFIXES
 from annotation.models import Job, Project
 from annotation.permissions import lead_required
+from annotation.services.jobs import JobQueueUnavailable
+from annotation.views.jobs import queue_unavailable
 
 from ..models import DatasetVersion
 from ..services.benchmark import benchmark_upload_enqueue
@@ -82,12 +84,17 @@ def benchmark_import_page(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         form = BenchmarkUploadForm(request.POST, request.FILES)
         if form.is_valid():
-            job = benchmark_upload_enqueue(
-                project=project,
-                files=form.cleaned_data["files"],
-                by=request.user,
-                images=form.cleaned_data["images"],
-            )
+            try:
+                job = benchmark_upload_enqueue(
+                    project=project,
+                    files=form.cleaned_data["files"],
+                    by=request.user,
+                    images=form.cleaned_data["images"],
+                )
+            except JobQueueUnavailable as exc:
+                form.add_error(None, str(exc))
+                page = render(request, "aggregation/benchmark.html", _context(project, form, None))
+                return queue_unavailable(request, page)
             return redirect(f"{reverse('benchmark-import', args=[slug])}?job={job.pk}")
     else:
         form = BenchmarkUploadForm()

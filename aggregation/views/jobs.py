@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -11,6 +12,8 @@ from django_htmx.http import trigger_client_event
 from annotation.models import Split
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
+from annotation.services.jobs import JobQueueUnavailable
+from annotation.views.jobs import queue_unavailable
 
 from ..services.aggregate import aggregation_start as aggregation_start_service
 
@@ -24,7 +27,13 @@ def aggregation_start(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponseBadRequest(
             f"Unknown split {split!r}: expected one of {', '.join(Split.values)}."
         )
-    job = aggregation_start_service(project=project, split=split, created_by=request.user)
+    try:
+        job = aggregation_start_service(project=project, split=split, created_by=request.user)
+    except JobQueueUnavailable as exc:
+        if request.htmx:
+            return queue_unavailable(request)
+        messages.error(request, str(exc))
+        return redirect(reverse("dashboard", args=[project.slug]))
     if request.htmx:
         context = {"project": project, "last_job": job}
         response = render(request, "aggregation/_aggregate_panel.html#aggregate-job", context)

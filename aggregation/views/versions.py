@@ -16,6 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Project
 from annotation.permissions import lead_required
+from annotation.services.jobs import JobQueueUnavailable
+from annotation.views.jobs import queue_unavailable
 
 from .. import selectors_export as selectors
 from ..api.views import file_response
@@ -51,12 +53,18 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def version_build(request: HttpRequest, slug: str) -> HttpResponse:
     project = _get_project(slug)
-    job = version_build_start(
-        project=project,
-        by=request.user,
-        include_votes=_checked(request, "include_votes"),
-        include_seeds=_checked(request, "include_seeds"),
-    )
+    try:
+        job = version_build_start(
+            project=project,
+            by=request.user,
+            include_votes=_checked(request, "include_votes"),
+            include_seeds=_checked(request, "include_seeds"),
+        )
+    except JobQueueUnavailable as exc:
+        if request.htmx:
+            return queue_unavailable(request)
+        messages.error(request, str(exc))
+        return redirect("versions", slug=project.slug)
     if request.htmx:
         job.refresh_from_db()  # an eager run (no broker) has already finished it
         response = render(request, "annotation/job.html#job-card", {"job": job})

@@ -16,6 +16,7 @@ class Job(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     project = models.ForeignKey(
@@ -34,16 +35,28 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease (services.jobs): the running attempt refreshes heartbeat_at; a running job whose
+    # heartbeat is older than JOB_LEASE_SECONDS lost its worker and may be claimed again.
+    task = models.CharField(max_length=100, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    claimed_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["project", "kind", "-created_at"], name="job_recent")]
+        indexes = [
+            models.Index(fields=["project", "kind", "-created_at"], name="job_recent"),
+            models.Index(fields=["status", "heartbeat_at"], name="job_lease"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} ({self.status})"
 
     @property
     def percent(self) -> int:
+        """Progress in percent (100 once succeeded)."""
         if self.status == self.Status.SUCCEEDED:
             return 100
         if not self.total:
@@ -63,4 +76,15 @@ class Job(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+        """True once the job will not change by itself (succeeded, failed or cancelled)."""
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
+
+    @property
+    def can_cancel(self) -> bool:
+        """A queued or running job can be cancelled."""
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def can_retry(self) -> bool:
+        """A failed or cancelled job with a known task can be queued again."""
+        return bool(self.task) and self.status in (self.Status.FAILED, self.Status.CANCELLED)

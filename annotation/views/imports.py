@@ -17,6 +17,8 @@ from ..importing.sources import unsafe_path
 from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue, upload_size_problem
 from ..models import Job, Project
 from ..permissions import lead_required
+from ..services.jobs import JobQueueUnavailable
+from .jobs import queue_unavailable
 
 RECENT = 10
 FILTER_LABELS = {
@@ -95,14 +97,22 @@ def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         form = ImportUploadForm(request.POST, request.FILES)
         if form.is_valid():
-            job = import_upload_enqueue(
-                project=project,
-                file=form.cleaned_data["file"],
-                by=request.user,
-                update=form.cleaned_data["update"],
-                filters=form.cleaned_data["filters"],
-                images=form.cleaned_data["images"],
-            )
+            try:
+                job = import_upload_enqueue(
+                    project=project,
+                    file=form.cleaned_data["file"],
+                    by=request.user,
+                    update=form.cleaned_data["update"],
+                    filters=form.cleaned_data["filters"],
+                    images=form.cleaned_data["images"],
+                )
+            except JobQueueUnavailable as exc:
+                form.add_error(None, str(exc))
+                template = "annotation/import.html#upload-panel" if request.htmx else None
+                page = render(
+                    request, template or "annotation/import.html", _context(project, form, None)
+                )
+                return queue_unavailable(request, page)
             if request.htmx:
                 # The panel with the new job, and the recent list updated out of band.
                 return render(

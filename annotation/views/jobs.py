@@ -1,18 +1,81 @@
-"""The job progress fragment that pages poll with htmx until the job finishes."""
+"""The job progress fragment that pages poll with htmx, and the lead's cancel and retry."""
 
+from __future__ import annotations
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from ..models import Job
-from ..permissions import is_lead
+from ..permissions import is_lead, lead_required
+from ..services import jobs as job_services
+
+#: The header app.js shows as a toast when htmx gets an error answer.
+MESSAGE_HEADER = "X-Refusal-Message"
 
 
 @login_required
 def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job's card (htmx) or page."""
     job = get_object_or_404(Job, pk=job_id)
     if not is_lead(request.user) and job.created_by_id != request.user.pk:
         raise PermissionDenied("Not your job.")
     template = "annotation/job.html#job-card" if request.htmx else "annotation/job.html"
     return render(request, template, {"job": job})
+
+
+def queue_unavailable(request: HttpRequest, response: HttpResponse | None = None) -> HttpResponse:
+    """A 503 saying the job queue is down: ``response`` (a page with the message) or plain text."""
+    message = str(job_services.JobQueueUnavailable())
+    if response is None:
+        response = HttpResponse(message, content_type="text/plain; charset=utf-8")
+    response.status_code = 503
+    response[MESSAGE_HEADER] = message
+    return response
+
+
+def _answer(request: HttpRequest, job: Job, *, error: str = "", status: int = 200) -> HttpResponse:
+    if request.htmx:
+        response = render(request, "annotation/job.html#job-card", {"job": job}, status=status)
+        if error:
+            response[MESSAGE_HEADER] = error
+        return response
+    if error:
+        messages.error(request, error)
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        return redirect(back)
+    return redirect("job-status", job.pk)
+
+
+@lead_required
+@require_POST
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Cancel a queued or running job (lead only)."""
+    job = get_object_or_404(Job, pk=job_id)
+    if not job_services.job_cancel(job):
+        return _answer(request, job, error="The job has already finished.", status=409)
+    if not request.htmx:
+        messages.success(request, f"{job.get_kind_display()} #{job.pk} was cancelled.")
+    return _answer(request, job)
+
+
+@lead_required
+@require_POST
+def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Queue a failed or cancelled job again, as the same job (lead only)."""
+    job = get_object_or_404(Job, pk=job_id)
+    try:
+        job = job_services.job_retry(job)
+    except job_services.JobNotRetriable as exc:
+        return _answer(request, job, error=str(exc), status=409)
+    except job_services.JobQueueUnavailable as exc:
+        job.refresh_from_db()
+        return _answer(request, job, error=str(exc), status=503)
+    if not request.htmx:
+        messages.success(request, f"{job.get_kind_display()} #{job.pk} was queued again.")
+    return _answer(request, job)

@@ -58,9 +58,10 @@ def test_hostile_text_renders_in_linear_time(name: str) -> None:
     text = HOSTILE[name]
     floor_text = (NORMAL * (len(text) // len(NORMAL) + 1))[: len(text)]
     floor = min(cpu_seconds(floor_text) for _ in range(2))
-    full = cpu_seconds(text)
+    # The best of three: a busy machine (GC, another process's cache use) only adds time.
+    full = min(cpu_seconds(text) for _ in range(3))
     assert full < 50 * floor, name
-    quarter = min(cpu_seconds(text[: len(text) // 4]) for _ in range(2))
+    quarter = min(cpu_seconds(text[: len(text) // 4]) for _ in range(3))
     assert full < 8 * quarter + 0.1, name  # 0.1 s of slack for timer noise on tiny inputs
 
 
