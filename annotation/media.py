@@ -11,9 +11,7 @@ import mimetypes
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 from urllib.parse import quote
 
 from django.conf import settings
@@ -21,7 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils.http import http_date
 
-from aggregation.api.ranges import RangeNotSatisfiable, byte_range
+from core.http import RangeNotSatisfiable, byte_range, stream_range
 
 #: One path segment as we store it: ASCII letters, digits, ``_ - .``; no leading or trailing dot.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$")
@@ -36,7 +34,6 @@ INLINE_TYPES = {
     ".gif": "image/gif",
 }
 SERVE_MODES = ("django", "x-accel", "x-sendfile")
-STREAM_CHUNK = 64 * 1024
 
 
 def media_path_normalise(path: str) -> str | None:
@@ -90,21 +87,6 @@ def media_content_type(name: str) -> tuple[str, bool]:
     return guessed, False
 
 
-def _stream(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
-    """Yield ``length`` bytes of ``fh`` from ``start``, closing it at the end."""
-    try:
-        fh.seek(start)
-        remaining = length
-        while remaining > 0:
-            chunk = fh.read(min(STREAM_CHUNK, remaining))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-            yield chunk
-    finally:
-        fh.close()
-
-
 def _body_response(request: HttpRequest, file: Path) -> HttpResponse:
     """The file itself, streamed, with one byte range honoured (206) or refused (416)."""
     size = file.stat().st_size
@@ -120,7 +102,9 @@ def _body_response(request: HttpRequest, file: Path) -> HttpResponse:
     if request.method == "HEAD":
         response = HttpResponse(status=status)
     else:
-        response = StreamingHttpResponse(_stream(file.open("rb"), first, length), status=status)
+        response = StreamingHttpResponse(
+            stream_range(file.open("rb"), first, length), status=status
+        )
     response["Content-Length"] = str(length)
     if status == 206:
         response["Content-Range"] = f"bytes {first}-{last}/{size}"

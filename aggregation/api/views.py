@@ -10,8 +10,7 @@ lead's). Every endpoint only shows ready versions.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, StreamingHttpResponse
@@ -25,11 +24,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.models import ApiToken, Project
+from core.http import RangeNotSatisfiable, byte_range, stream_range
 
 from .. import selectors_export as selectors
 from ..models import DatasetFile, DatasetVersion
 from . import schema  # noqa: F401  (registers the token scheme with the OpenAPI generator)
-from .ranges import RangeNotSatisfiable, byte_range
 from .serializers import (
     ErrorOutSerializer,
     ProjectOutSerializer,
@@ -41,7 +40,6 @@ from .serializers import (
 )
 
 READ_SCOPES = {"read", "predictions"}
-STREAM_CHUNK = 64 * 1024
 CONTENT_TYPES = {
     DatasetFile.Kind.JSONL: "application/x-ndjson",
     DatasetFile.Kind.JSONL_ZIP: "application/zip",
@@ -188,20 +186,6 @@ def version_rows(request: Request, slug: str, number: int) -> Response:
     return paginator.get_paginated_response(RowOutSerializer(page, many=True).data)
 
 
-def _stream(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
-    try:
-        fh.seek(start)
-        remaining = length
-        while remaining > 0:
-            chunk = fh.read(min(STREAM_CHUNK, remaining))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-            yield chunk
-    finally:
-        fh.close()
-
-
 def _etag_matches(header: str, etag: str) -> bool:
     tags = {t.strip().removeprefix("W/") for t in header.split(",")}
     return "*" in tags or etag in tags
@@ -287,7 +271,7 @@ def file_response(request: Any, record: DatasetFile) -> HttpResponse:
         response = HttpResponse(status=status)
     else:
         response = StreamingHttpResponse(
-            _stream(record.file.storage.open(record.file.name, "rb"), first, length),
+            stream_range(record.file.storage.open(record.file.name, "rb"), first, length),
             status=status,
         )
     response["Content-Type"] = CONTENT_TYPES.get(record.kind, "application/octet-stream")

@@ -1,8 +1,15 @@
-"""HTTP byte ranges (RFC 9110 section 14): one range per request; several get the whole file."""
+"""File responses over HTTP: byte ranges (RFC 9110 section 14) and streaming one range of a file.
+
+One range per request; several get the whole file.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import IO
+
+STREAM_CHUNK = 64 * 1024
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -32,3 +39,18 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     if start >= size or end < start:
         raise RangeNotSatisfiable(f"range {header!r} outside 0-{size - 1}")
     return start, min(end, size - 1)
+
+
+def stream_range(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
+    """Yield ``length`` bytes of ``fh`` from ``start`` in chunks, closing it at the end."""
+    try:
+        fh.seek(start)
+        remaining = length
+        while remaining > 0:
+            chunk = fh.read(min(STREAM_CHUNK, remaining))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        fh.close()
