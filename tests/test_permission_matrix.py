@@ -96,6 +96,8 @@ MATRIX: dict[str, Entry] = {
     "criterion-edit": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     # The job page is the lead's or its creator's (here the lead created it).
     "job-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
+    "job-cancel": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    "job-retry": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "import-upload": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "import-job": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     # --- annotation: members and slots --------------------------------------------------
@@ -192,7 +194,7 @@ MATRIX: dict[str, Entry] = {
 }
 
 #: Which world object fills ``job_id`` for each pattern that has one.
-JOB_FOR = {"job-status": "import_job", "import-job": "import_job"}
+JOB_FOR = {name: "import_job" for name in ("job-status", "job-cancel", "job-retry", "import-job")}
 JOB_FOR["predictions-upload-status"] = "score_job"
 
 
