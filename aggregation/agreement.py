@@ -340,15 +340,6 @@ def _compute(
 # --- bootstrap ---------------------------------------------------------------------------------
 
 
-def bootstrap_cluster_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """Replicate weights (n_boot x n_clusters): how often each sample is drawn in replicate b."""
-    rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, n_clusters))
-    for b in range(n_boot):
-        out[b] = np.bincount(rng.integers(0, n_clusters, size=n_clusters), minlength=n_clusters)
-    return out
-
-
 def _replicate_totals(
     features: dict[str, np.ndarray],
     layout: _Layout,

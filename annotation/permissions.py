@@ -45,19 +45,6 @@ def lead_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
     return wrapped
 
 
-def annotator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Allow only logged-in annotators; anonymous users go to the login page, others get 403."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_annotator(request.user):
-            raise PermissionDenied("This page is for annotators.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
 def media_file(user: Any, path: str) -> Path | None:
     """The file under MEDIA_ROOT that ``user`` may read at ``path`` (URL-decoded), or None.
 

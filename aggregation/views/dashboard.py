@@ -6,9 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from annotation.models import Job
@@ -27,7 +25,6 @@ OUTCOME_COLORS = {
     "dropped_ties": "#e07a5f",
     "dropped_missing": "#9aa1ab",
 }
-PANEL_TEMPLATE = "aggregation/_aggregate_panel.html"
 
 
 def _bar(stat: dict[str, Any] | None, series: str) -> charts.Bar:
@@ -109,29 +106,12 @@ def _charts(figures: Dashboard) -> dict[str, Any]:
     return out
 
 
-def _panel_available() -> bool:
-    try:
-        get_template(PANEL_TEMPLATE)
-    except TemplateDoesNotExist:
-        return False
-    return True
-
-
-def _url_or_none(name: str, slug: str) -> str | None:
-    try:
-        return reverse(name, args=[slug])
-    except NoReverseMatch:
-        return None
-
-
 @lead_required
 def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_get(slug=slug)
     figures = dashboard_figures(project=project)
     jobs = Job.objects.filter(project=project)
     last_job = jobs.filter(kind=Job.Kind.AGGREGATE).first()
-    aggregate_url = _url_or_none("aggregation-start", slug)
-    version_build_url = _url_or_none("version-build", slug)
     context = {
         "project": project,
         "figures": figures,
@@ -141,13 +121,8 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "outcome_colors": OUTCOME_COLORS,
         "last_job": last_job,
         "job": last_job,
-        # The panel belongs to the aggregation feature; it needs its start URL to render.
-        "has_panel": aggregate_url is not None and _panel_available(),
-        "aggregate_url": aggregate_url,
-        "version_build_url": version_build_url,
-        "last_build_job": (
-            jobs.filter(kind=Job.Kind.BUILD_VERSION).first() if version_build_url else None
-        ),
-        "versions_url": _url_or_none("versions", slug),
+        "version_build_url": reverse("version-build", args=[slug]),
+        "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
+        "versions_url": reverse("versions", args=[slug]),
     }
     return render(request, "aggregation/dashboard.html", context)

@@ -293,9 +293,3 @@ def test_bootstrap_resamples_samples_not_items():
     )
     assert per_item["fleiss"]["ci"] != fig["fleiss"]["ci"]
 
-
-def test_bootstrap_weights_keep_the_criteria_of_a_sample_together():
-    weights = agreement.bootstrap_cluster_weights(50, 30, seed=3)
-    assert weights.shape == (30, 50)
-    assert (weights.sum(axis=1) == 50).all()
-    assert np.array_equal(weights, agreement.bootstrap_cluster_weights(50, 30, seed=3))
