@@ -10,6 +10,9 @@ from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Project, Sample
 from annotation.services.projects import member_add, project_create
 from config import celery_app
 
+# The real-worker fixture (``celery_worker``) for the tests marked ``celery_worker``.
+pytest_plugins = ["tests.celery_worker"]
+
 
 @pytest.fixture(autouse=True)
 def _celery_eager():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 
-import pytest
 from django.core.files.base import ContentFile
 from django.utils import timezone
 from PIL import Image
@@ -97,9 +96,3 @@ def small_dataset(project: Project, annotators) -> dict:
         "oe": oe,
         "rs": rs,
     }
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """The suite's users are made with create_user; a fast hasher keeps the fixtures quick."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -7,14 +7,14 @@ from django.urls import reverse
 
 from aggregation.models import AgreementSnapshot, CriterionLabel
 from annotation.models import Job
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 from tests.conftest import make_sample
 
-from .votes import cast_all, criteria_of, fast_passwords  # noqa: F401
+from .votes import cast_all, criteria_of
 
 
 @pytest.mark.django_db(transaction=True)
-def test_aggregation_runs_in_a_real_worker(client, lead, project, annotators, celery_worker):  # noqa: F811
+def test_aggregation_runs_in_a_real_worker(client, lead, project, annotators, celery_worker):
     c = criteria_of(project)
     patterns = ["AAA", "BBt", "ABA", "ttA", "AA"]
     samples = [make_sample(project, f"s{i}") for i in range(4)]

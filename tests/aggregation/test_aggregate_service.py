@@ -11,7 +11,7 @@ from aggregation.services.aggregate import project_aggregate
 from annotation.models import SampleStatus
 from tests.conftest import make_sample
 
-from .votes import cast, cast_all, criteria_of, fast_passwords  # noqa: F401
+from .votes import cast, cast_all, criteria_of
 
 pytestmark = pytest.mark.django_db
 

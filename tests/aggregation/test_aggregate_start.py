@@ -9,7 +9,7 @@ from aggregation.models import CriterionLabel
 from annotation.models import Job
 from tests.conftest import make_sample
 
-from .votes import cast_all, criteria_of, fast_passwords  # noqa: F401
+from .votes import cast_all, criteria_of
 
 pytestmark = pytest.mark.django_db
 

@@ -292,4 +292,3 @@ def test_bootstrap_resamples_samples_not_items():
         matrix, groups=groups, m=3, min_overlap=5, n_boot=n_boot, seed=seed
     )
     assert per_item["fleiss"]["ci"] != fig["fleiss"]["ci"]
-

@@ -17,12 +17,6 @@ from annotation.models import Criterion, ProblemReport, Slot, Vote
 from tests.conftest import make_sample
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # The suite's users are created with passwords; a fast hasher keeps these tests quick.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def vote(sample, criterion, user, choice="A", seconds=10.0, round=0):
     return Vote.objects.create(
         sample=sample,

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from aggregation.models import DatasetVersion
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import _fast_passwords, small_dataset  # noqa: F401
+from tests.aggregation.export_data import small_dataset
 
 
 @pytest.fixture

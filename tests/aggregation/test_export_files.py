@@ -12,7 +12,7 @@ from PIL import Image
 
 from aggregation.models import AgreementSnapshot, DatasetFile
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import _fast_passwords, png_bytes, small_dataset  # noqa: F401
+from tests.aggregation.export_data import png_bytes, small_dataset
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from aggregation.export.rows import ROW_FIELDS, Pseudonyms, image_relpath, preference_name
 from aggregation.models import ReviewDecision
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import _fast_passwords, small_dataset  # noqa: F401
+from tests.aggregation.export_data import small_dataset
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from aggregation.services.tokens import token_create, token_revoke
 from annotation.api_auth import hash_key
 from annotation.models import ApiToken
-from tests.aggregation.export_data import _fast_passwords  # noqa: F401
 
 
 def test_page_is_for_the_lead_only(client, lead, annotator, outsider):

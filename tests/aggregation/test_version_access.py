@@ -21,7 +21,7 @@ from aggregation.services.tokens import token_create, token_revoke
 from aggregation.services.versions import version_build
 from annotation.models import ANNOTATOR_GROUP, Vote
 from annotation.services.projects import member_add, project_create
-from tests.aggregation.export_data import _fast_passwords, small_dataset  # noqa: F401
+from tests.aggregation.export_data import small_dataset
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db

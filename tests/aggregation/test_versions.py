@@ -9,14 +9,13 @@ from aggregation.models import CriterionLabel, DatasetFile, DatasetRow, DatasetV
 from aggregation.services.versions import version_build, version_build_start
 from annotation.models import Job, Vote
 from annotation.services.projects import project_create
-from tests.aggregation.export_data import (  # noqa: F401
-    _fast_passwords,
+from tests.aggregation.export_data import (
     criteria,
     label_with_votes,
     sample_with_image,
     small_dataset,
 )
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 
 
 @pytest.fixture
@@ -140,7 +139,7 @@ def test_a_failed_build_is_a_failed_job(project, lead, data, django_capture_on_c
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_build_job_runs_on_a_real_worker(celery_worker, project, lead, annotators):  # noqa: F811
+def test_the_build_job_runs_on_a_real_worker(celery_worker, project, lead, annotators):
     small_dataset(project, annotators)
     job = version_build_start(project=project, by=lead, include_votes=True)
     assert job.kind == Job.Kind.BUILD_VERSION and job.status == Job.Status.QUEUED

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from annotation.models import Criterion, Project, Sample, Vote
-
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """The suite's users need no strong hashing; nine annotators per test add up otherwise."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def criteria_of(project: Project, split: str = "open_ended") -> list[Criterion]:

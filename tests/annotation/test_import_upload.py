@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Job, Sample
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 
 from .import_data import png_bytes, sample_line
 
@@ -104,7 +104,7 @@ def test_htmx_upload_of_a_bad_file_lists_every_error(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_upload_runs_on_a_real_worker(client, lead, tmp_path, celery_worker):  # noqa: F811
+def test_upload_runs_on_a_real_worker(client, lead, tmp_path, celery_worker):
     from annotation.services.projects import project_create
 
     project = project_create(name="Worker project", slug="worker-project")

@@ -10,7 +10,7 @@ from django.core.files.storage import default_storage
 from django.urls import reverse
 
 from annotation.models import Job, Sample
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 
 from .import_data import png_bytes, sample_line
 
@@ -72,7 +72,7 @@ def test_a_damaged_zip_on_a_real_worker_is_a_message_and_is_removed(
     client,
     lead,
     tmp_path,
-    celery_worker,  # noqa: F811
+    celery_worker,
 ):
     from annotation.services.projects import project_create
 

@@ -21,7 +21,6 @@ from aggregation.models import (
 from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Criterion, Vote
 from annotation.services.projects import member_add, project_create
 from judging.models import Scorecard
-from tests.celery_worker import celery_worker  # noqa: F401
 from tests.conftest import make_sample, make_user
 from tests.e2e.conftest import login, screenshot
 
@@ -96,7 +95,7 @@ def _number(text: str) -> int:
     return int(re.sub(r"[^0-9]", "", text))
 
 
-def test_lead_aggregates_reviews_builds_and_scores(study, new_page, celery_worker, tmp_path):  # noqa: F811
+def test_lead_aggregates_reviews_builds_and_scores(study, new_page, celery_worker, tmp_path):
     project, criteria = study["project"], study["criteria"]
     oe, rs = criteria["open_ended"], criteria["reasoning"]
     page = new_page()

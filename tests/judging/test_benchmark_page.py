@@ -9,7 +9,7 @@ from django.urls import reverse
 from aggregation.models import DatasetRow, DatasetVersion
 from annotation.models import Job, Slot
 from annotation.services.projects import project_create
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 from tests.published_data import published_rows, write_parquet
 
 
@@ -96,7 +96,7 @@ def test_a_bad_file_lists_its_problems_and_stores_nothing(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_benchmark_job_runs_on_a_real_worker(client, lead, tmp_path, celery_worker):  # noqa: F811
+def test_the_benchmark_job_runs_on_a_real_worker(client, lead, tmp_path, celery_worker):
     project = project_create(name="Bench", slug="bench-worker")
     rows = published_rows(4, 4, seed=23)
     client.force_login(lead)

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from annotation.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
-from tests.celery_worker import celery_worker, wait_for  # noqa: F401
+from tests.celery_worker import wait_for
 from tests.judging.web_data import (
     HAND_PREDICTIONS,
     flipped,
