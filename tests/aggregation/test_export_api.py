@@ -227,10 +227,49 @@ def test_removed_member_and_outsider_tokens_read_nothing(project, lead, annotato
     assert api(key).get(ENDPOINTS[1]).status_code == 200
 
 
+# Every route of the API with the status a write through a read token gets there.
+WRITE_REFUSALS = {
+    **{
+        url: {"post": 405, "put": 405, "patch": 405, "delete": 405}
+        for url in ["/api/projects/", *ENDPOINTS]
+    },
+    f"{BASE}/1/predictions/": {"post": 403, "put": 405, "patch": 405, "delete": 405},
+    f"{BASE}/1/scorecards/": {"post": 405, "put": 405, "patch": 405, "delete": 405},
+    f"{BASE}/1/scorecards/open_ended/org/judge/": {
+        "post": 405,
+        "put": 405,
+        "patch": 405,
+        "delete": 405,
+    },
+}
+
+
+def _all_api_route_names() -> set[str]:
+    """The names of every route mounted under /api/ by the apps."""
+    from config.api_urls import urlpatterns
+
+    return {p.name for resolver in urlpatterns for p in resolver.url_patterns}
+
+
+def _row_counts() -> dict[str, int]:
+    """The number of rows of every model: a write anywhere changes one of them."""
+    from django.apps import apps
+
+    return {m._meta.label: m._default_manager.count() for m in apps.get_models()}
+
+
 def test_tokens_are_read_only(built, lead_key):
-    for url in ENDPOINTS:
-        assert api(lead_key).post(url, {}).status_code == 405
-        assert api(lead_key).delete(url).status_code == 405
+    """Every write method on every API route, with a read token: refused, nothing stored."""
+    from django.urls import resolve
+
+    assert {resolve(url).url_name for url in WRITE_REFUSALS} == _all_api_route_names()
+    before = _row_counts()
+    body = {"judge": "org/judge", "predictions": [{"id": "p1", "criterion": "x", "choice": "A"}]}
+    for url, refusals in WRITE_REFUSALS.items():
+        for method, status in refusals.items():
+            response = getattr(api(lead_key), method)(url, body, content_type="application/json")
+            assert response.status_code == status, (method, url)
+    assert _row_counts() == before
 
 
 def test_predictions_scope_reads_too(built, lead):
