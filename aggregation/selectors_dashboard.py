@@ -41,45 +41,6 @@ STATISTICS = (
 )
 
 
-def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, Any]:
-    """A statistic object of AgreementSnapshot.figures as text plus hover text; n/a stays n/a."""
-    if not stat:
-        return {
-            "text": "n/a",
-            "title": "not computed yet: run the aggregation",
-            "value": None,
-            "ci": None,
-            "undefined": True,
-        }
-    value = stat.get("value")
-    if value is None:
-        reason = stat.get("undefined_reason") or "undefined"
-        return {"text": "n/a", "title": reason, "value": None, "ci": None, "undefined": True}
-    ci = stat.get("ci")
-    bits = []
-    if ci and None not in ci:
-        bits.append(f"95% CI {ci[0]:.{digits}f} to {ci[1]:.{digits}f}")
-    if stat.get("pairs_used") is not None:
-        bits.append(f"{stat['pairs_used']} pairs used, {stat.get('pairs_skipped', 0)} skipped")
-    if stat.get("min_overlap") is not None:
-        bits.append(f"pairs need {stat['min_overlap']} shared items")
-    if stat.get("smallest_overlap") is not None:
-        bits.append(f"smallest overlap used {stat['smallest_overlap']}")
-    if stat.get("weighted_value") is not None:
-        bits.append(f"overlap-weighted {stat['weighted_value']:.{digits}f}")
-    if stat.get("items") is not None:
-        bits.append(f"{stat['items']} items")
-    if stat.get("items_excluded"):
-        bits.append(f"{stat['items_excluded']} items left out")
-    return {
-        "text": f"{value:.{digits}f}",
-        "title": " · ".join(bits),
-        "value": value,
-        "ci": ci if ci and None not in ci else None,
-        "undefined": False,
-    }
-
-
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -250,16 +211,29 @@ def _split_votes(per_annotator: dict[int, dict[str, Any]]) -> dict[str, dict[str
     }
 
 
-def dashboard_figures(*, project: Project) -> Dashboard:
-    """Everything the dashboard shows, in a constant number of queries."""
-    k = project.annotators_per_sample
-    tie_cap = float(project.tie_cap)
-    today = _start_of_today()
-    criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
+def _criteria_per_split(criteria: list[Criterion]) -> dict[str, int]:
+    """The number of criteria of each split."""
     n_crit: dict[str, int] = {}
     for c in criteria:
         n_crit[c.split] = n_crit.get(c.split, 0) + 1
+    return n_crit
 
+
+def _formal_votes(project: Project) -> Any:
+    """The project's formal votes: round 0 on active, non-seed samples."""
+    return Vote.objects.filter(
+        sample__project=project,
+        sample__is_seed=False,
+        sample__status=SampleStatus.ACTIVE,
+        round=Vote.FORMAL_ROUND,
+    )
+
+
+def split_progress(
+    project: Project, n_crit: dict[str, int], split_votes: dict[str, dict[str, int]]
+) -> list[dict[str, Any]]:
+    """Per split with samples or criteria: samples complete, in progress, untouched; votes."""
+    k = project.annotators_per_sample
     formal_samples = Sample.objects.filter(
         project=project, is_seed=False, status=SampleStatus.ACTIVE
     )
@@ -267,15 +241,6 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         formal_samples.values("split").annotate(n=Count("id")).order_by().values_list("split", "n")
     )
     completion = _sample_completion(project)
-    votes = Vote.objects.filter(
-        sample__project=project,
-        sample__is_seed=False,
-        sample__status=SampleStatus.ACTIVE,
-        round=Vote.FORMAL_ROUND,
-    )
-    per_annotator = _per_annotator(project, votes, today)
-    split_votes = _split_votes(per_annotator)
-
     splits: list[dict[str, Any]] = []
     for value, label in Split.choices:
         total = sample_counts.get(value, 0)
@@ -306,7 +271,12 @@ def dashboard_figures(*, project: Project) -> Dashboard:
                 "votes_today": v["today"],
             }
         )
-    totals = {
+    return splits
+
+
+def progress_totals(splits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-split progress summed over the splits, with its shares."""
+    totals: dict[str, Any] = {
         key: sum(s[key] for s in splits)
         for key in (
             "samples",
@@ -323,14 +293,11 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     totals["complete_share"] = _share(totals["complete"], totals["samples"])
     totals["in_progress_share"] = _share(totals["in_progress"], totals["samples"])
     totals["tie_rate"] = _share(totals["ties"], totals["votes_done"])
+    return totals
 
-    # Per annotator: every active member, plus anyone who voted or holds a slot.
-    members = {
-        m.user_id: m.user.username
-        for m in ProjectMember.objects.filter(project=project, is_active=True).select_related(
-            "user"
-        )
-    }
+
+def _assigned_votes(project: Project, n_crit: dict[str, int]) -> dict[int, int]:
+    """Per annotator: the formal votes their slots ask for (slots times the split's criteria)."""
     assigned: dict[int, int] = {}
     slot_rows = (
         Slot.objects.filter(
@@ -347,16 +314,57 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         assigned[r["annotator_id"]] = assigned.get(r["annotator_id"], 0) + r["n"] * n_crit.get(
             r["sample__split"], 0
         )
-    flags = dict(
+    return assigned
+
+
+def _flags(project: Project) -> dict[int, int]:
+    """Per reporter: the number of problem reports on the project's samples."""
+    return dict(
         ProblemReport.objects.filter(sample__project=project)
         .values("reporter_id")
         .annotate(n=Count("id"))
         .order_by()
         .values_list("reporter_id", "n")
     )
-    snapshots = {
-        s.split: s for s in AgreementSnapshot.objects.filter(project=project).order_by("split")
+
+
+def _annotator_agreement(
+    username: str, snapshots: dict[str, AgreementSnapshot]
+) -> list[dict[str, Any]]:
+    """Per split with a snapshot: the annotator's Cohen's κ against the others (a raw stat)."""
+    agreement = []
+    for value, label in Split.choices:
+        snap = snapshots.get(value)
+        if snap is None:
+            continue
+        per = (snap.figures.get("per_annotator") or {}).get(username)
+        agreement.append(
+            {
+                "split": value,
+                "label": label,
+                "cohen_vs_others": (per or {}).get("cohen_vs_others")
+                or {"value": None, "undefined_reason": "no shared items in this split"},
+            }
+        )
+    return agreement
+
+
+def annotator_figures(
+    project: Project,
+    per_annotator: dict[int, dict[str, Any]],
+    n_crit: dict[str, int],
+    snapshots: dict[str, AgreementSnapshot],
+) -> list[dict[str, Any]]:
+    """Every active member, plus anyone who voted or holds a slot, by username."""
+    tie_cap = float(project.tie_cap)
+    members = {
+        m.user_id: m.user.username
+        for m in ProjectMember.objects.filter(project=project, is_active=True).select_related(
+            "user"
+        )
     }
+    assigned = _assigned_votes(project, n_crit)
+    flags = _flags(project)
     names = dict(members)
     for uid, r in per_annotator.items():
         names.setdefault(uid, r["annotator__username"])
@@ -364,24 +372,6 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     for uid, username in sorted(names.items(), key=lambda item: item[1]):
         r = per_annotator.get(uid, {"done": 0, "ties": 0, "today": 0})
         tie_rate = _share(r["ties"], r["done"])
-        agreement = []
-        for value, label in Split.choices:
-            snap = snapshots.get(value)
-            per = (snap.figures.get("per_annotator") or {}).get(username) if snap else None
-            if snap is not None:
-                agreement.append(
-                    {
-                        "split": value,
-                        "label": label,
-                        "stat": stat_display(
-                            (per or {}).get("cohen_vs_others")
-                            or (
-                                {"value": None, "undefined_reason": "no shared items in this split"}
-                            )
-                        ),
-                    }
-                )
-        done_for_bar = assigned.get(uid, 0)
         annotators.append(
             {
                 "id": uid,
@@ -389,7 +379,7 @@ def dashboard_figures(*, project: Project) -> Dashboard:
                 "is_member": uid in members,
                 "assigned": assigned.get(uid, 0),
                 "done": r["done"],
-                "progress": _share(r["done"], done_for_bar),
+                "progress": _share(r["done"], assigned.get(uid, 0)),
                 "ties": r["ties"],
                 "tie_rate": tie_rate,
                 "tie_cap_used": (tie_rate / tie_cap) if tie_rate is not None and tie_cap else None,
@@ -397,11 +387,23 @@ def dashboard_figures(*, project: Project) -> Dashboard:
                 "median_seconds": r.get("median"),
                 "flags": flags.get(uid, 0),
                 "votes_today": r["today"],
-                "agreement": agreement,
+                "agreement": _annotator_agreement(username, snapshots),
             }
         )
+    return annotators
 
-    results = _results(project, criteria)
+
+def dashboard_figures(*, project: Project) -> Dashboard:
+    """Every number the dashboard shows, in a constant number of queries."""
+    criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
+    n_crit = _criteria_per_split(criteria)
+    per_annotator = _per_annotator(project, _formal_votes(project), _start_of_today())
+    splits = split_progress(project, n_crit, _split_votes(per_annotator))
+    snapshots = {
+        s.split: s for s in AgreementSnapshot.objects.filter(project=project).order_by("split")
+    }
+    annotators = annotator_figures(project, per_annotator, n_crit, snapshots)
+    results = label_results(project, criteria)
     agreement_rows = []
     computed_at = None
     for value, label in Split.choices:
@@ -409,19 +411,20 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         if snap is None:
             continue
         computed_at = max(computed_at, snap.computed_at) if computed_at else snap.computed_at
-        agreement_rows.append(_agreement(value, label, snap.figures, criteria))
+        agreement_rows.append(agreement_row(value, label, snap.figures, criteria))
     return Dashboard(
         splits=splits,
-        totals=totals,
+        totals=progress_totals(splits),
         annotators=annotators,
         results=results,
         agreement=agreement_rows,
-        tie_cap=tie_cap,
+        tie_cap=float(project.tie_cap),
         computed_at=computed_at,
     )
 
 
-def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
+def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
+    """Per split with labels: outcomes, kept and exportable labels, conflicts, A/B balance."""
     labels = CriterionLabel.objects.filter(
         sample__project=project, sample__status=SampleStatus.ACTIVE
     )
@@ -512,9 +515,10 @@ def _results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]
     return out
 
 
-def _agreement(
+def agreement_row(
     split: str, label: str, figures: dict[str, Any], criteria: list[Criterion]
 ) -> dict[str, Any]:
+    """One split's agreement snapshot: the raw statistics, per criterion in the project's order."""
     names = {c.key: c.name for c in criteria if c.split == split}
     per_criterion = figures.get("per_criterion") or {}
     order = [key for key in names if key in per_criterion] + [
@@ -528,49 +532,15 @@ def _agreement(
                 "key": key,
                 "name": names.get(key, key),
                 "items": figs.get("items"),
-                "stats": {name: stat_display(figs.get(name)) for name, _ in STATISTICS},
                 "raw": {name: figs.get(name) for name, _ in STATISTICS},
             }
         )
     pairwise = figures.get("pairwise") or {}
-    names_pw = list(pairwise.get("annotators") or [])
-    kappa = list(pairwise.get("kappa") or [])
-    overlap = list(pairwise.get("overlap") or [])
-    matrix = []
-    for i, name in enumerate(names_pw):
-        cells = []
-        for j, other in enumerate(names_pw):
-            value = kappa[i][j] if i < len(kappa) and j < len(kappa[i]) else None
-            shared = overlap[i][j] if i < len(overlap) and j < len(overlap[i]) else None
-            if i == j:
-                cells.append(
-                    {"text": "", "title": "", "undefined": False, "diagonal": True, "shared": None}
-                )
-            elif value is None:
-                cells.append(
-                    {
-                        "text": "n/a",
-                        "title": f"{name} × {other}: {shared or 0} shared items, undefined",
-                        "undefined": True,
-                        "shared": shared,
-                    }
-                )
-            else:
-                cells.append(
-                    {
-                        "text": f"{value:.2f}",
-                        "title": f"{name} × {other}: {shared} shared items",
-                        "undefined": False,
-                        "shared": shared,
-                    }
-                )
-        matrix.append({"name": name, "cells": cells})
     cohen = figures.get("cohen") or {}
     return {
         "split": split,
         "label": label,
         "items": figures.get("items"),
-        "overall": {name: stat_display(figures.get(name)) for name, _ in STATISTICS},
         "raw_overall": {name: figures.get(name) for name, _ in STATISTICS},
         "cohen_detail": {
             "pairs_used": cohen.get("pairs_used"),
@@ -580,7 +550,10 @@ def _agreement(
             "weighting": cohen.get("weighting"),
         },
         "per_criterion": rows,
-        "pairwise": {"annotators": names_pw, "kappa": kappa, "overlap": overlap},
-        "matrix": matrix,
+        "pairwise": {
+            "annotators": list(pairwise.get("annotators") or []),
+            "kappa": list(pairwise.get("kappa") or []),
+            "overlap": list(pairwise.get("overlap") or []),
+        },
         "computed_at": figures.get("computed_at"),
     }

@@ -12,7 +12,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from aggregation.models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
-from aggregation.selectors_dashboard import dashboard_figures, stat_display
+from aggregation.presenters.dashboard import dashboard_present, stat_display
+from aggregation.selectors_dashboard import dashboard_figures
 from annotation.models import Criterion, ProblemReport, Slot, Vote
 from tests.conftest import make_sample
 
@@ -135,7 +136,7 @@ def test_progress_per_split(project, data):
 
 def test_progress_per_annotator(project, data):
     a1, a2, a3 = data["users"]
-    figures = dashboard_figures(project=project)
+    figures = dashboard_present(dashboard_figures(project=project))
     one, two, three = (by_user(figures, u) for u in (a1, a2, a3))
     assert (one["assigned"], one["done"], one["ties"]) == (10, 7, 1)
     assert one["tie_rate"] == pytest.approx(1 / 7)
@@ -222,7 +223,7 @@ def test_exportable_matches_the_export_through_sample_discards_and_reversals(pro
 
 
 def test_agreement_rows_keep_undefined_as_na(project, data):
-    figures = dashboard_figures(project=project)
+    figures = dashboard_present(dashboard_figures(project=project))
     (row,) = figures.agreement
     assert row["overall"]["cohen"]["text"] == "0.61"
     assert "3 pairs used, 1 skipped" in row["overall"]["cohen"]["title"]
@@ -312,7 +313,7 @@ def test_figures_from_the_real_aggregation(client, project, annotators, lead):
             for user, choice in zip(raters, choices, strict=True):
                 vote(s, c, user, choice)
     project_aggregate(project=project, n_boot=50)
-    figures = dashboard_figures(project=project)
+    figures = dashboard_present(dashboard_figures(project=project))
     (res,) = figures.results
     assert (res["kept"], res["dropped"]) == (12, 4)
     assert res["samples_conflict"] == 4 and res["conflict_share"] == pytest.approx(0.5)
