@@ -512,148 +512,26 @@ def agreement_figures(
     alpha_excl_g = np.bincount(groups_arr[rated & (r.m < 2)], minlength=n_groups)
     alpha_excl = np.append(alpha_excl_g, alpha_excl_g.sum())
 
-    def with_ci(stat: Stat, values: np.ndarray | None, key: str = "ci") -> Stat:
-        if stat["value"] is not None and values is not None:
-            stat[key], n_ok = _ci(values)
-            if key == "ci":
-                stat["ci_replicates"] = n_ok
-        return stat
-
-    def cohen_stat(g: int, pairs: np.ndarray, mean: float, weighted: float, rep=None) -> Stat:
-        kappa = detail["kappa"][0, g][pairs]
-        overlap = detail["overlap"][0, g][pairs]
-        shared = overlap > 0
-        enough = overlap >= min_overlap
-        defined = ~np.isnan(kappa)
-        used = enough & defined
-        info = {
-            "pairs_used": int(used.sum()),
-            "pairs_skipped": int((shared & ~used).sum()),
-            "pairs_undefined": int((enough & ~defined).sum()),
-            "min_overlap": int(min_overlap),
-            "smallest_overlap": int(overlap[used].min()) if used.any() else None,
-            "largest_overlap": int(overlap[used].max()) if used.any() else None,
-            "weighting": WEIGHTING,
-            "items": int(items_all[g]),
-        }
-        if not used.any():
-            if not shared.any():
-                reason = "no two annotators share an item"
-            elif not enough.any():
-                reason = f"no annotator pair shares at least {min_overlap} items"
-            else:
-                reason = "every annotator pair's κ is undefined (a single category)"
-            return undefined(reason, weighted_value=None, weighted_ci=None, **info)
-        stat = {
-            "value": float(mean),
-            "undefined_reason": None,
-            "ci": None,
-            "weighted_value": float(weighted),
-            "weighted_ci": None,
-            **info,
-        }
-        if rep is not None:
-            with_ci(stat, rep[0])
-            with_ci(stat, rep[1], "weighted_ci")
-        return stat
-
-    def fleiss_stat(g: int) -> Stat:
-        value = point.fleiss[0, g]
-        n_used = int(detail["dense"][0, g, 1])
-        info = {
-            "items": n_used,
-            "items_excluded": int(fleiss_excl[g]),
-            "ratings_per_item": int(m),
-        }
-        if np.isnan(value):
-            if m < 2:
-                reason = "Fleiss' κ needs at least 2 ratings per item"
-            elif n_used < 2:
-                reason = f"fewer than 2 items with exactly {m} ratings"
-            else:
-                reason = "a single category everywhere: chance agreement is 1"
-            return undefined(reason, **info)
-        stat = {
-            "value": float(value),
-            "undefined_reason": None,
-            "ci": None,
-            **info,
-            "observed": float(detail["p_bar"][0, g]),
-            "expected": float(detail["f_pe"][0, g]),
-        }
-        return with_ci(stat, None if boot is None else boot.fleiss[:, g])
-
-    def alpha_stat(g: int) -> Stat:
-        value = point.alpha[0, g]
-        pairable = detail["dense"][0, g, 2 + n_categories : 2 + 2 * n_categories].sum()
-        info = {
-            "items": int(items_all[g] - alpha_excl[g]),
-            "items_excluded": int(alpha_excl[g]),
-            "pairable_values": int(pairable),
-        }
-        if np.isnan(value):
-            if pairable < 2:
-                reason = "no item has two or more ratings"
-            else:
-                reason = "a single category everywhere: expected disagreement is 0"
-            return undefined(reason, **info)
-        stat = {
-            "value": float(value),
-            "undefined_reason": None,
-            "ci": None,
-            **info,
-            "observed_disagreement": float(detail["d_o"][0, g]),
-            "expected_disagreement": float(detail["d_e"][0, g]),
-        }
-        return with_ci(stat, None if boot is None else boot.alpha[:, g])
-
-    all_pairs = np.arange(layout.n_pairs)
     pooled = n_groups  # index of the pooled column
-
-    def scope(g: int) -> dict[str, Stat]:
-        rep = None if boot is None else (boot.cohen_mean[:, g], boot.cohen_weighted[:, g])
-        return {
-            "cohen": cohen_stat(
-                g, all_pairs, point.cohen_mean[0, g], point.cohen_weighted[0, g], rep
-            ),
-            "fleiss": fleiss_stat(g),
-            "alpha": alpha_stat(g),
-        }
-
-    overall = scope(pooled)
+    fit = _Fit(
+        point=point,
+        detail=detail,
+        boot=boot,
+        min_overlap=min_overlap,
+        m=m,
+        n_categories=n_categories,
+        n_pairs=layout.n_pairs,
+        items_all=items_all,
+        fleiss_excl=fleiss_excl,
+        alpha_excl=alpha_excl,
+    )
+    overall = _scope(fit, pooled)
     per_criterion = {
-        name: {"items": int(items_all[g]), **scope(g)} for g, name in enumerate(group_names)
+        name: {"items": int(items_all[g]), **_scope(fit, g)} for g, name in enumerate(group_names)
     }
-
     rated_by = np.bincount(r.rater, minlength=r.n_raters)
-    per_annotator: dict[str, Any] = {}
-    member = detail["rater_member"].astype(bool)
-    for a, name in enumerate(rater_names):
-        if not rated_by[a]:
-            continue
-        rep = None
-        if boot is not None:
-            rep = (boot.annot_mean[:, pooled, a], boot.annot_weighted[:, pooled, a])
-        stat = cohen_stat(
-            pooled,
-            np.nonzero(member[a])[0],
-            point.annot_mean[0, pooled, a],
-            point.annot_weighted[0, pooled, a],
-            rep,
-        )
-        stat["items"] = int(rated_by[a])
-        per_annotator[name] = {"items": int(rated_by[a]), "cohen_vs_others": stat}
-
-    kappa_m: list[list[float | None]] = [[None] * r.n_raters for _ in range(r.n_raters)]
-    overlap_m = [[0] * r.n_raters for _ in range(r.n_raters)]
-    for p in range(layout.n_pairs):
-        i, j = int(layout.pair_i[p]), int(layout.pair_j[p])
-        k = _float(detail["kappa"][0, pooled, p])
-        n = int(detail["overlap"][0, pooled, p])
-        kappa_m[i][j] = kappa_m[j][i] = k
-        overlap_m[i][j] = overlap_m[j][i] = n
-    for a in range(r.n_raters):
-        overlap_m[a][a] = int(rated_by[a])
+    per_annotator = _per_annotator(fit, rater_names, rated_by, pooled)
+    kappa_m, overlap_m = _pairwise(fit, layout, rated_by, pooled)
 
     return {
         "items": int(rated.sum()),
@@ -676,3 +554,192 @@ def agreement_figures(
             "method": "percentile",
         },
     }
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One split's point figures, their bootstrap replicates and the item counts they report."""
+
+    point: _Computed
+    detail: dict[str, np.ndarray]
+    boot: _Computed | None
+    min_overlap: int
+    m: int
+    n_categories: int
+    n_pairs: int
+    items_all: np.ndarray  # per group, the pooled count last
+    fleiss_excl: np.ndarray
+    alpha_excl: np.ndarray
+
+
+def _with_ci(stat: Stat, values: np.ndarray | None, key: str = "ci") -> Stat:
+    """Add the percentile interval of ``values`` to a defined statistic, in place."""
+    if stat["value"] is not None and values is not None:
+        stat[key], n_ok = _ci(values)
+        if key == "ci":
+            stat["ci_replicates"] = n_ok
+    return stat
+
+
+def _cohen_stat(
+    fit: _Fit,
+    g: int,
+    pairs: np.ndarray,
+    mean: float,
+    weighted: float,
+    rep: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Stat:
+    """Mean pairwise Cohen's κ over ``pairs`` of group ``g``, with what it used and skipped."""
+    kappa = fit.detail["kappa"][0, g][pairs]
+    overlap = fit.detail["overlap"][0, g][pairs]
+    shared = overlap > 0
+    enough = overlap >= fit.min_overlap
+    defined = ~np.isnan(kappa)
+    used = enough & defined
+    info = {
+        "pairs_used": int(used.sum()),
+        "pairs_skipped": int((shared & ~used).sum()),
+        "pairs_undefined": int((enough & ~defined).sum()),
+        "min_overlap": int(fit.min_overlap),
+        "smallest_overlap": int(overlap[used].min()) if used.any() else None,
+        "largest_overlap": int(overlap[used].max()) if used.any() else None,
+        "weighting": WEIGHTING,
+        "items": int(fit.items_all[g]),
+    }
+    if not used.any():
+        if not shared.any():
+            reason = "no two annotators share an item"
+        elif not enough.any():
+            reason = f"no annotator pair shares at least {fit.min_overlap} items"
+        else:
+            reason = "every annotator pair's κ is undefined (a single category)"
+        return undefined(reason, weighted_value=None, weighted_ci=None, **info)
+    stat = {
+        "value": float(mean),
+        "undefined_reason": None,
+        "ci": None,
+        "weighted_value": float(weighted),
+        "weighted_ci": None,
+        **info,
+    }
+    if rep is not None:
+        _with_ci(stat, rep[0])
+        _with_ci(stat, rep[1], "weighted_ci")
+    return stat
+
+
+def _fleiss_stat(fit: _Fit, g: int) -> Stat:
+    """Fleiss' κ of group ``g`` over the items with exactly ``m`` ratings."""
+    value = fit.point.fleiss[0, g]
+    n_used = int(fit.detail["dense"][0, g, 1])
+    m = fit.m
+    info = {
+        "items": n_used,
+        "items_excluded": int(fit.fleiss_excl[g]),
+        "ratings_per_item": int(m),
+    }
+    if np.isnan(value):
+        if m < 2:
+            reason = "Fleiss' κ needs at least 2 ratings per item"
+        elif n_used < 2:
+            reason = f"fewer than 2 items with exactly {m} ratings"
+        else:
+            reason = "a single category everywhere: chance agreement is 1"
+        return undefined(reason, **info)
+    stat = {
+        "value": float(value),
+        "undefined_reason": None,
+        "ci": None,
+        **info,
+        "observed": float(fit.detail["p_bar"][0, g]),
+        "expected": float(fit.detail["f_pe"][0, g]),
+    }
+    return _with_ci(stat, None if fit.boot is None else fit.boot.fleiss[:, g])
+
+
+def _alpha_stat(fit: _Fit, g: int) -> Stat:
+    """Krippendorff's α of group ``g`` over the items with two or more ratings."""
+    value = fit.point.alpha[0, g]
+    c = fit.n_categories
+    pairable = fit.detail["dense"][0, g, 2 + c : 2 + 2 * c].sum()
+    info = {
+        "items": int(fit.items_all[g] - fit.alpha_excl[g]),
+        "items_excluded": int(fit.alpha_excl[g]),
+        "pairable_values": int(pairable),
+    }
+    if np.isnan(value):
+        if pairable < 2:
+            reason = "no item has two or more ratings"
+        else:
+            reason = "a single category everywhere: expected disagreement is 0"
+        return undefined(reason, **info)
+    stat = {
+        "value": float(value),
+        "undefined_reason": None,
+        "ci": None,
+        **info,
+        "observed_disagreement": float(fit.detail["d_o"][0, g]),
+        "expected_disagreement": float(fit.detail["d_e"][0, g]),
+    }
+    return _with_ci(stat, None if fit.boot is None else fit.boot.alpha[:, g])
+
+
+def _scope(fit: _Fit, g: int) -> dict[str, Stat]:
+    """The three statistics of group ``g`` (the pooled column for all criteria)."""
+    boot = fit.boot
+    rep = None if boot is None else (boot.cohen_mean[:, g], boot.cohen_weighted[:, g])
+    return {
+        "cohen": _cohen_stat(
+            fit,
+            g,
+            np.arange(fit.n_pairs),
+            fit.point.cohen_mean[0, g],
+            fit.point.cohen_weighted[0, g],
+            rep,
+        ),
+        "fleiss": _fleiss_stat(fit, g),
+        "alpha": _alpha_stat(fit, g),
+    }
+
+
+def _per_annotator(
+    fit: _Fit, rater_names: Sequence[str], rated_by: np.ndarray, pooled: int
+) -> dict[str, Any]:
+    """Each annotator who rated: their mean Cohen's κ against every other annotator."""
+    per_annotator: dict[str, Any] = {}
+    member = fit.detail["rater_member"].astype(bool)
+    for a, name in enumerate(rater_names):
+        if not rated_by[a]:
+            continue
+        rep = None
+        if fit.boot is not None:
+            rep = (fit.boot.annot_mean[:, pooled, a], fit.boot.annot_weighted[:, pooled, a])
+        stat = _cohen_stat(
+            fit,
+            pooled,
+            np.nonzero(member[a])[0],
+            fit.point.annot_mean[0, pooled, a],
+            fit.point.annot_weighted[0, pooled, a],
+            rep,
+        )
+        stat["items"] = int(rated_by[a])
+        per_annotator[name] = {"items": int(rated_by[a]), "cohen_vs_others": stat}
+    return per_annotator
+
+
+def _pairwise(
+    fit: _Fit, layout: _Layout, rated_by: np.ndarray, pooled: int
+) -> tuple[list[list[float | None]], list[list[int]]]:
+    """The pooled κ and shared items of every annotator pair; the diagonal counts own items."""
+    n_raters = len(rated_by)
+    kappa_m: list[list[float | None]] = [[None] * n_raters for _ in range(n_raters)]
+    overlap_m = [[0] * n_raters for _ in range(n_raters)]
+    for p in range(layout.n_pairs):
+        i, j = int(layout.pair_i[p]), int(layout.pair_j[p])
+        k = _float(fit.detail["kappa"][0, pooled, p])
+        n = int(fit.detail["overlap"][0, pooled, p])
+        kappa_m[i][j] = kappa_m[j][i] = k
+        overlap_m[i][j] = overlap_m[j][i] = n
+    for a in range(n_raters):
+        overlap_m[a][a] = int(rated_by[a])
+    return kappa_m, overlap_m
