@@ -9,12 +9,6 @@ from django.core.management import CommandError, call_command
 
 from aggregation.models import DatasetVersion
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import small_dataset
-
-
-@pytest.fixture
-def data(project, annotators):
-    return small_dataset(project, annotators)
 
 
 def run(*args):

@@ -12,12 +12,7 @@ from PIL import Image
 
 from aggregation.models import AgreementSnapshot, DatasetFile
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import png_bytes, small_dataset
-
-
-@pytest.fixture
-def data(project, annotators):
-    return small_dataset(project, annotators)
+from tests.aggregation.export_data import png_bytes
 
 
 def content(version, kind):

@@ -7,12 +7,6 @@ import pytest
 from aggregation.export.rows import ROW_FIELDS, Pseudonyms, image_relpath, preference_name
 from aggregation.models import ReviewDecision
 from aggregation.services.versions import version_build
-from tests.aggregation.export_data import small_dataset
-
-
-@pytest.fixture
-def data(project, annotators):
-    return small_dataset(project, annotators)
 
 
 def rows_of(version):

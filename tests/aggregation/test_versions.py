@@ -18,11 +18,6 @@ from tests.aggregation.export_data import (
 from tests.celery_worker import wait_for
 
 
-@pytest.fixture
-def data(project, annotators):
-    return small_dataset(project, annotators)
-
-
 def snapshot(version: DatasetVersion) -> dict:
     """Everything a version holds: its record, rows, file records and stored bytes."""
     version.refresh_from_db()

@@ -11,16 +11,10 @@ from tests.judging.web_data import (
     HAND_PREDICTIONS,
     jsonl,
     make_token,
-    make_version,
     prediction_lines,
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def version(project):
-    return make_version(project)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
-from tests.judging.web_data import HAND_PREDICTIONS, A, jsonl, make_token, make_version
+from tests.judging.web_data import HAND_PREDICTIONS, A, jsonl, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -30,11 +30,6 @@ def critic_lines(predictions=HAND_PREDICTIONS):
         text = f"Response 2 is better at first sight.\nLooking closer.\n\n{verdict}\n" + "\n" * i
         lines.append({"question_id": q, "critic": text})
     return lines
-
-
-@pytest.fixture
-def version(project):
-    return make_version(project)
 
 
 def test_web_upload_of_critic_outputs_with_a_template_file(

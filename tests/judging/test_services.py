@@ -24,11 +24,6 @@ from tests.judging.web_data import (
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def version(project):
-    return make_version(project)
-
-
 def upload(version, lead, lines=None, **kw):
     kw.setdefault("judge", "judge-x")
     return judge_run_upload(version=version, file=predictions_file(lines), by=lead, **kw)

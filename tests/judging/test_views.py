@@ -27,11 +27,6 @@ ALL_A = dict.fromkeys(PERFECT, A)
 
 
 @pytest.fixture
-def version(project):
-    return make_version(project)
-
-
-@pytest.fixture
 def judges(version, lead):
     """Three judges: perfect, the hand-worked one and one that always answers A."""
     for judge, predictions in (
