@@ -127,11 +127,19 @@ class ReferenceForm(forms.Form):
 
     sample_id = forms.ModelChoiceField(
         queryset=Sample.objects.none(),
-        error_messages={"invalid_choice": "Choose a seed sample of this project."},
+        error_messages={
+            "required": "Choose the seed sample (sample_id).",
+            "invalid": "Choose the seed sample (sample_id).",
+            "invalid_choice": "Choose a seed sample of this project (sample_id).",
+        },
     )
     criterion_id = forms.ModelChoiceField(
         queryset=Criterion.objects.none(),
-        error_messages={"invalid_choice": "Choose a criterion of this project."},
+        error_messages={
+            "required": "Choose the criterion (criterion_id).",
+            "invalid": "Choose the criterion (criterion_id).",
+            "invalid_choice": "Choose a criterion of this project (criterion_id).",
+        },
     )
     preference = forms.ChoiceField(
         choices=Choice.choices,
@@ -150,7 +158,9 @@ class ReferenceForm(forms.Form):
         data = super().clean()
         sample, criterion = data.get("sample_id"), data.get("criterion_id")
         if sample is not None and criterion is not None and criterion.split != sample.split:
-            self.add_error("criterion_id", "Choose a criterion of the sample's split.")
+            self.add_error(
+                "criterion_id", "Choose a criterion of the sample's split (criterion_id)."
+            )
         return data
 
 
