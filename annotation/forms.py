@@ -194,3 +194,13 @@ class SlotReassignForm(forms.Form):
         self.fields["to"].queryset = get_user_model().objects.filter(
             memberships__project=project, memberships__is_active=True
         )
+
+
+class JobParamForm(forms.Form):
+    """The ``?job=`` an upload page is reopened with after a plain POST; a bad id shows none."""
+
+    job = forms.IntegerField(min_value=1, required=False)
+
+    def job_id(self) -> int | None:
+        """The job's id, None when absent or not a positive whole number."""
+        return self.cleaned_data.get("job") if self.is_valid() else None

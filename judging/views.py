@@ -15,6 +15,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from aggregation.models import DatasetVersion
+from annotation.forms import JobParamForm
 from annotation.models import Job, Project
 from annotation.permissions import is_lead, lead_required
 from annotation.selectors import project_get
@@ -262,10 +263,10 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
             return render(request, "judging/upload.html#upload-panel", context)
     else:
         form = PredictionsUploadForm()
-        job_id = request.GET.get("job", "")
-        if job_id.isdigit():
+        job_id = JobParamForm(request.GET).job_id()
+        if job_id is not None:
             job = Job.objects.filter(
-                pk=int(job_id), kind=Job.Kind.SCORE_JUDGE, project=version.project
+                pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project
             ).first()
     return render(request, "judging/upload.html", _upload_context(version, form, job))
 

@@ -1,0 +1,30 @@
+"""The ``?job=`` of the upload pages: a value that is not a job id shows no job, never a 500."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.judging.web_data import make_version
+
+pytestmark = pytest.mark.django_db
+
+BAD_JOB_IDS = ["abc", "-1", "0", "²", "1.5", "9" * 30, ""]
+
+
+def pages(project) -> list[str]:
+    version = make_version(project)
+    return [
+        reverse("import-upload", args=[project.slug]),
+        reverse("benchmark-import", args=[project.slug]),
+        reverse("predictions-upload", args=[project.slug, version.number]),
+    ]
+
+
+@pytest.mark.parametrize("value", BAD_JOB_IDS)
+def test_a_bad_job_id_shows_the_page_without_a_job(client, project, lead, value):
+    client.force_login(lead)
+    for url in pages(project):
+        response = client.get(url, {"job": value})
+        assert response.status_code == 200, url
+        assert response.context["job"] is None, url
