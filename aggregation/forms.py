@@ -6,13 +6,22 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.http import HttpResponse
 
 from annotation.forms import LimitedTextField
 from annotation.importing.limits import NOTE_MAX_CHARS
-from annotation.models import ApiToken, Criterion, Project
+from annotation.models import ApiToken, Criterion, Project, Split
 
 from .models import ReviewDecision
 from .services.tokens import SCOPES
+
+
+def refusal(form: forms.Form) -> HttpResponse:
+    """A 400 naming the form's errors; htmx shows it as an error toast (X-Refusal-Message)."""
+    message = " ".join(m for messages in form.errors.values() for m in messages)
+    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    response["X-Refusal-Message"] = message
+    return response
 
 
 class QueueStateForm(forms.Form):
@@ -111,3 +120,39 @@ class TokenForm(forms.Form):
 
     def clean_scope(self) -> str:
         return self.cleaned_data["scope"] or "read"
+
+
+class AggregationStartForm(forms.Form):
+    """The split to aggregate; empty for all of them."""
+
+    split = forms.ChoiceField(
+        choices=Split.choices,
+        required=False,
+        error_messages={
+            "invalid_choice": f"Unknown split %(value)r: expected one of {', '.join(Split.values)}."
+        },
+    )
+
+
+class CheckboxField(forms.ChoiceField):
+    """A checkbox: posted as on, 1 or true when ticked and absent when not; other values refused."""
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(
+            choices=[(v, v) for v in ("on", "1", "true")],
+            required=False,
+            error_messages={
+                "invalid_choice": f"{name}: tick the box or leave it out, not %(value)r."
+            },
+            **kwargs,
+        )
+
+    def clean(self, value: Any) -> bool:
+        return super().clean(value) != ""
+
+
+class VersionBuildForm(forms.Form):
+    """What a new dataset version includes besides the labels."""
+
+    include_votes = CheckboxField("include_votes")
+    include_seeds = CheckboxField("include_seeds")

@@ -16,13 +16,12 @@ from annotation.permissions import lead_required
 from annotation.selectors import project_get
 
 from .. import selectors_review_queue as queue_selectors
-from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm
+from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm, refusal
 from ..models import ReviewDecision
 from ..selectors_review_queue import KIND_CHOICES, QueueFilters
 from ..services import review as review_services
 
 ITEM_TEMPLATE = "aggregation/review_item.html"
-REFUSAL_HEADER = "X-Refusal-Message"
 
 
 def _get_sample(project: Project, sample_id: int) -> Sample:
@@ -132,10 +131,7 @@ def review_mark(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
     sample = _get_sample(project, sample_id)
     form = ReviewMarkForm(request.POST)
     if not form.is_valid():
-        message = " ".join(m for msgs in form.errors.values() for m in msgs)
-        response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-        response[REFUSAL_HEADER] = message
-        return response
+        return refusal(form)
     filters = _filters_from_post(form)
     if form.cleaned_data["reviewed"]:
         review_services.sample_mark_reviewed(sample=sample, by=request.user)

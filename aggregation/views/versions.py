@@ -21,6 +21,7 @@ from annotation.views.jobs import queue_unavailable
 
 from .. import selectors_export as selectors
 from ..api.views import file_response
+from ..forms import VersionBuildForm, refusal
 from ..models import DatasetVersion
 from ..services.versions import version_build_start
 
@@ -29,10 +30,6 @@ PREVIEW_ROWS = 20
 
 def _get_project(slug: str) -> Project:
     return get_object_or_404(Project, slug=slug)
-
-
-def _checked(request: HttpRequest, name: str) -> bool:
-    return request.POST.get(name) in {"on", "1", "true"}
 
 
 @lead_required
@@ -53,12 +50,15 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def version_build(request: HttpRequest, slug: str) -> HttpResponse:
     project = _get_project(slug)
+    form = VersionBuildForm(request.POST)
+    if not form.is_valid():
+        return refusal(form)
     try:
         job = version_build_start(
             project=project,
             by=request.user,
-            include_votes=_checked(request, "include_votes"),
-            include_seeds=_checked(request, "include_seeds"),
+            include_votes=form.cleaned_data["include_votes"],
+            include_seeds=form.cleaned_data["include_seeds"],
         )
     except JobQueueUnavailable as exc:
         if request.htmx:
