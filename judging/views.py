@@ -24,7 +24,7 @@ from annotation.views.jobs import queue_unavailable
 
 from . import selectors, services
 from .charts import Bar, bar_chart_svg
-from .forms import PredictionsUploadForm
+from .forms import BoardQueryForm, PredictionsUploadForm
 from .models import JudgeRun
 from .selectors import Cell, Column
 
@@ -42,7 +42,7 @@ def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> Datas
 
 
 def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
-    wanted = request.GET.get("split")
+    wanted = BoardQueryForm(request.GET).value("split")
     if wanted in splits:
         return wanted
     return splits[0] if splits else None
@@ -105,7 +105,7 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     sort = ("pacc", True)
     if split:
         rows, columns, sort = selectors.leaderboard_rows(
-            version=version, split=split, sort=request.GET.get("sort")
+            version=version, split=split, sort=BoardQueryForm(request.GET).value("sort")
         )
     best = _best_by_column(rows, len(columns))
     base = reverse("leaderboard", args=[slug, number])

@@ -1,4 +1,4 @@
-"""The ``?job=`` of the upload pages: a value that is not a job id shows no job, never a 500."""
+"""Query parameters of the upload pages and the leaderboard: a bad value falls back, never a 500."""
 
 from __future__ import annotations
 
@@ -28,3 +28,13 @@ def test_a_bad_job_id_shows_the_page_without_a_job(client, project, lead, value)
         response = client.get(url, {"job": value})
         assert response.status_code == 200, url
         assert response.context["job"] is None, url
+
+
+@pytest.mark.parametrize(
+    "query", [{"split": "nowhere"}, {"sort": "x" * 500}, {"sort": "-nope", "split": "²"}]
+)
+def test_bad_leaderboard_parameters_fall_back_to_the_default(client, project, lead, query):
+    version = make_version(project)
+    client.force_login(lead)
+    url = reverse("leaderboard", args=[project.slug, version.number])
+    assert client.get(url, query).status_code == 200
