@@ -6,7 +6,6 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
-from django.http import HttpResponse
 
 from annotation.forms import LimitedTextField
 from annotation.importing.limits import NOTE_MAX_CHARS
@@ -14,14 +13,6 @@ from annotation.models import ApiToken, Criterion, Project, Split
 
 from .models import ReviewDecision
 from .services.tokens import SCOPES
-
-
-def refusal(form: forms.Form) -> HttpResponse:
-    """A 400 naming the form's errors; htmx shows it as an error toast (X-Refusal-Message)."""
-    message = " ".join(m for messages in form.errors.values() for m in messages)
-    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    response["X-Refusal-Message"] = message
-    return response
 
 
 class QueueStateForm(forms.Form):
@@ -68,12 +59,12 @@ class ReviewMarkForm(QueueStateForm):
     reviewed = forms.ChoiceField(
         choices=[("1", "reviewed"), ("0", "not reviewed")],
         required=False,
-        error_messages={"invalid_choice": "reviewed: use 1 or 0, not %(value)r."},
+        error_messages={"invalid_choice": "Use 1 or 0, not %(value)r."},
     )
     go = forms.ChoiceField(
         choices=[("next", "next")],
         required=False,
-        error_messages={"invalid_choice": "go: use next or leave it out, not %(value)r."},
+        error_messages={"invalid_choice": "Use next or leave it out, not %(value)r."},
     )
 
     def clean_reviewed(self) -> bool:
@@ -137,13 +128,11 @@ class AggregationStartForm(forms.Form):
 class CheckboxField(forms.ChoiceField):
     """A checkbox: posted as on, 1 or true when ticked and absent when not; other values refused."""
 
-    def __init__(self, name: str, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             choices=[(v, v) for v in ("on", "1", "true")],
             required=False,
-            error_messages={
-                "invalid_choice": f"{name}: tick the box or leave it out, not %(value)r."
-            },
+            error_messages={"invalid_choice": "Tick the box or leave it out, not %(value)r."},
             **kwargs,
         )
 
@@ -154,5 +143,5 @@ class CheckboxField(forms.ChoiceField):
 class VersionBuildForm(forms.Form):
     """What a new dataset version includes besides the labels."""
 
-    include_votes = CheckboxField("include_votes")
-    include_seeds = CheckboxField("include_seeds")
+    include_votes = CheckboxField()
+    include_seeds = CheckboxField()

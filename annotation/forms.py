@@ -9,10 +9,12 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
+from django.http import HttpResponse
 
 from .importing.limits import NOTE_MAX_CHARS, RATIONALE_MAX_CHARS
 from .models import Choice, Criterion, ProblemReport, Project, Sample, Split
 from .services.voting import SHOWN_CHOICES
+from .views.jobs import MESSAGE_HEADER
 
 # A vote's time is measured by the page; anything beyond this is an idle tab, not work.
 MAX_SECONDS = 3600.0
@@ -30,6 +32,14 @@ def form_error_text(form: forms.Form) -> str:
         f"{field}: {message}" if field != "__all__" else message
         for field, message in form_errors(form).items()
     )
+
+
+def refusal(form: forms.Form) -> HttpResponse:
+    """A 400 naming each bad field; htmx shows its header as an error toast (static/js/app.js)."""
+    message = form_error_text(form)
+    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    response[MESSAGE_HEADER] = message
+    return response
 
 
 class LimitedTextField(forms.CharField):

@@ -9,13 +9,14 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
+from annotation.forms import refusal
 from annotation.models import Split
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
 from annotation.services.jobs import JobQueueUnavailable
 from annotation.views.jobs import queue_unavailable
 
-from ..forms import AggregationStartForm, refusal
+from ..forms import AggregationStartForm
 from ..services.aggregate import aggregation_start as aggregation_start_service
 
 

@@ -11,12 +11,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
+from annotation.forms import refusal
 from annotation.models import Project, Sample
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
 
 from .. import selectors_review_queue as queue_selectors
-from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm, refusal
+from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm
 from ..models import ReviewDecision
 from ..selectors_review_queue import KIND_CHOICES, QueueFilters
 from ..services import review as review_services

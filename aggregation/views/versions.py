@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.forms import refusal
 from annotation.models import Project
 from annotation.permissions import lead_required
 from annotation.services.jobs import JobQueueUnavailable
@@ -21,7 +22,7 @@ from annotation.views.jobs import queue_unavailable
 
 from .. import selectors_export as selectors
 from ..api.views import file_response
-from ..forms import VersionBuildForm, refusal
+from ..forms import VersionBuildForm
 from ..models import DatasetVersion
 from ..services.versions import version_build_start
 

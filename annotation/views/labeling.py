@@ -17,13 +17,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
-from ..forms import ItemForm, ProblemReportForm, VoteForm, form_error_text, form_errors
+from ..forms import ItemForm, ProblemReportForm, VoteForm, form_errors, refusal
 from ..models import Choice, ProblemReport, Project
 from ..services import work
 from ..services.voting import SHOWN_CHOICES, vote_lock_message
 
 TEMPLATE = "annotation/label.html"
-REFUSAL_HEADER = "X-Refusal-Message"
 
 
 def _project(slug: str) -> Project:
@@ -35,13 +34,6 @@ def _shown(choice: str, swapped: bool) -> str:
     if swapped and choice in (Choice.A, Choice.B):
         return Choice.B if choice == Choice.A else Choice.A
     return choice
-
-
-def _bad_request(message: str) -> HttpResponse:
-    """A 400 whose message htmx shows as an error toast (static/js/app.js)."""
-    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    response[REFUSAL_HEADER] = message
-    return response
 
 
 def _item_context(
@@ -124,7 +116,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     form = VoteForm(request.POST)
     form.is_valid()
     if form.id_errors():
-        return _bad_request(form_error_text(form))
+        return refusal(form)
     sample_id = form.cleaned_data["sample_id"]
     criterion_id = form.cleaned_data["criterion_id"]
     # Shown again as typed when the vote is refused.
@@ -212,7 +204,7 @@ def report_problem(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project(slug)
     form = ProblemReportForm(request.POST)
     if not form.is_valid():
-        return _bad_request(form_error_text(form))
+        return refusal(form)
     work.problem_report(
         project=project,
         annotator=request.user,

@@ -19,7 +19,7 @@ def test_an_unknown_split_is_refused(client, project, lead, split):
         reverse("aggregation-start", args=[project.slug]), {"split": split}, **HTMX
     )
     assert response.status_code == 400
-    assert response["X-Refusal-Message"].startswith("Unknown split")
+    assert response["X-Refusal-Message"].startswith("split: Unknown split")
     assert not Job.objects.exists()
 
 
