@@ -18,6 +18,8 @@ from .views.jobs import MESSAGE_HEADER
 
 # A vote's time is measured by the page; anything beyond this is an idle tab, not work.
 MAX_SECONDS = 3600.0
+# Ids are BigAutoField: a larger number names no row, so it is refused as malformed.
+ID_MAX = 2**63 - 1
 ID_ERRORS = {"required": "This field is required.", "invalid": "Enter a whole number."}
 
 
@@ -62,8 +64,8 @@ class LimitedTextField(forms.CharField):
 class VoteForm(forms.Form):
     """A vote submitted from the labeling screen; the ids are looked up by the service."""
 
-    sample_id = forms.IntegerField(min_value=1, error_messages=ID_ERRORS)
-    criterion_id = forms.IntegerField(min_value=1, error_messages=ID_ERRORS)
+    sample_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
+    criterion_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
     choice = forms.ChoiceField(
         choices=[(c, c) for c in SHOWN_CHOICES],
         error_messages={"required": "Choose A, B or tie.", "invalid_choice": "Choose A, B or tie."},
@@ -92,8 +94,8 @@ class VoteForm(forms.Form):
 class ItemForm(forms.Form):
     """The item a Back link starts from; both ids or neither."""
 
-    sample = forms.IntegerField(min_value=1, required=False)
-    criterion = forms.IntegerField(min_value=1, required=False)
+    sample = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+    criterion = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
 
     def before(self) -> tuple[int, int] | None:
         """``(sample, criterion)`` when both are valid, else None (the latest vote)."""
@@ -106,7 +108,7 @@ class ItemForm(forms.Form):
 class ProblemReportForm(forms.Form):
     """A problem reported on a sample from the labeling screen."""
 
-    sample_id = forms.IntegerField(min_value=1, error_messages=ID_ERRORS)
+    sample_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
     kind = forms.ChoiceField(choices=ProblemReport.Kind.choices, required=False)
     note = LimitedTextField("note", max_length=NOTE_MAX_CHARS)
 
@@ -117,7 +119,7 @@ class ProblemReportForm(forms.Form):
 class CalibrationFilterForm(forms.Form):
     """The discussion's filters; a value that does not parse is dropped, not an error."""
 
-    criterion = forms.IntegerField(min_value=1, required=False)
+    criterion = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
     split = forms.ChoiceField(choices=Split.choices, required=False)
     disagreements = forms.CharField(required=False, max_length=1)
 
@@ -209,7 +211,7 @@ class SlotReassignForm(forms.Form):
 class JobParamForm(forms.Form):
     """The ``?job=`` an upload page is reopened with after a plain POST; a bad id shows none."""
 
-    job = forms.IntegerField(min_value=1, required=False)
+    job = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
 
     def job_id(self) -> int | None:
         """The job's id, None when absent or not a positive whole number."""

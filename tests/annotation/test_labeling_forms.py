@@ -40,6 +40,7 @@ def vote(client, project, ids, **overrides):
         ("sample_id", "x"),
         ("sample_id", None),
         ("sample_id", "-3"),
+        ("sample_id", "9" * 25),
         ("criterion_id", "1.5"),
         ("criterion_id", None),
     ],
