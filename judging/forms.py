@@ -84,3 +84,16 @@ class PredictionsUploadForm(forms.Form):
                 f"Expected a .jsonl or .csv file, got {Path(upload.name).name!r}."
             )
         return upload
+
+
+class BoardQueryForm(forms.Form):
+    """The split and sort of a leaderboard or scorecard; a bad value falls back to the default."""
+
+    split = forms.ChoiceField(choices=Split.choices, required=False)
+    # ``key`` or ``-key``; the selector knows the columns and ignores an unknown one.
+    sort = forms.CharField(required=False, max_length=100)
+
+    def value(self, name: str) -> str | None:
+        """The field's value when it is valid and given, else None."""
+        self.is_valid()
+        return self.cleaned_data.get(name) or None

@@ -15,6 +15,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from aggregation.models import DatasetVersion
+from annotation.forms import JobParamForm
 from annotation.models import Job, Project
 from annotation.permissions import is_lead, lead_required
 from annotation.selectors import project_get
@@ -23,7 +24,7 @@ from annotation.views.jobs import queue_unavailable
 
 from . import selectors, services
 from .charts import Bar, bar_chart_svg
-from .forms import PredictionsUploadForm
+from .forms import BoardQueryForm, PredictionsUploadForm
 from .models import JudgeRun
 from .selectors import Cell, Column
 
@@ -41,7 +42,7 @@ def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> Datas
 
 
 def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
-    wanted = request.GET.get("split")
+    wanted = BoardQueryForm(request.GET).value("split")
     if wanted in splits:
         return wanted
     return splits[0] if splits else None
@@ -104,7 +105,7 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     sort = ("pacc", True)
     if split:
         rows, columns, sort = selectors.leaderboard_rows(
-            version=version, split=split, sort=request.GET.get("sort")
+            version=version, split=split, sort=BoardQueryForm(request.GET).value("sort")
         )
     best = _best_by_column(rows, len(columns))
     base = reverse("leaderboard", args=[slug, number])
@@ -262,10 +263,10 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
             return render(request, "judging/upload.html#upload-panel", context)
     else:
         form = PredictionsUploadForm()
-        job_id = request.GET.get("job", "")
-        if job_id.isdigit():
+        job_id = JobParamForm(request.GET).job_id()
+        if job_id is not None:
             job = Job.objects.filter(
-                pk=int(job_id), kind=Job.Kind.SCORE_JUDGE, project=version.project
+                pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project
             ).first()
     return render(request, "judging/upload.html", _upload_context(version, form, job))
 

@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from annotation.forms import JobParamForm
 from annotation.importing.sources import unsafe_path
 from annotation.importing.uploads import UPLOAD_SUFFIXES
 from annotation.models import Job, Project
@@ -98,9 +99,9 @@ def benchmark_import_page(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect(f"{reverse('benchmark-import', args=[slug])}?job={job.pk}")
     else:
         form = BenchmarkUploadForm()
-        job_id = request.GET.get("job", "")
-        if job_id.isdigit():
+        job_id = JobParamForm(request.GET).job_id()
+        if job_id is not None:
             job = Job.objects.filter(
-                pk=int(job_id), kind=Job.Kind.IMPORT, project=project, params__benchmark=True
+                pk=job_id, kind=Job.Kind.IMPORT, project=project, params__benchmark=True
             ).first()
     return render(request, "aggregation/benchmark.html", _context(project, form, job))

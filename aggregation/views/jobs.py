@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
+from annotation.forms import refusal
 from annotation.models import Split
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
 from annotation.services.jobs import JobQueueUnavailable
 from annotation.views.jobs import queue_unavailable
 
+from ..forms import AggregationStartForm
 from ..services.aggregate import aggregation_start as aggregation_start_service
 
 
@@ -22,11 +24,10 @@ from ..services.aggregate import aggregation_start as aggregation_start_service
 @require_POST
 def aggregation_start(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_get(slug=slug)
-    split = request.POST.get("split") or None
-    if split is not None and split not in Split.values:
-        return HttpResponseBadRequest(
-            f"Unknown split {split!r}: expected one of {', '.join(Split.values)}."
-        )
+    form = AggregationStartForm(request.POST)
+    if not form.is_valid():
+        return refusal(form)
+    split = form.cleaned_data["split"] or None
     try:
         job = aggregation_start_service(project=project, split=split, created_by=request.user)
     except JobQueueUnavailable as exc:

@@ -11,11 +11,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from annotation.models import Criterion, Project, Sample
+from annotation.forms import refusal
+from annotation.models import Project, Sample
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
 
 from .. import selectors_review_queue as queue_selectors
+from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm
 from ..models import ReviewDecision
 from ..selectors_review_queue import KIND_CHOICES, QueueFilters
 from ..services import review as review_services
@@ -27,10 +29,10 @@ def _get_sample(project: Project, sample_id: int) -> Sample:
     return get_object_or_404(Sample, project=project, pk=sample_id)
 
 
-def _filters_from_post(request: HttpRequest) -> QueueFilters:
+def _filters_from_post(form: QueueStateForm) -> QueueFilters:
     # Decision forms carry the queue's filters in a hidden field so that next / previous and
     # the redirect after a plain POST stay inside the same filtered queue.
-    return QueueFilters.from_query(QueryDict(request.POST.get("filters", "").lstrip("?")))
+    return QueueFilters.from_query(QueryDict(form.cleaned_data.get("filters", "").lstrip("?")))
 
 
 def _item_context(project: Project, sample_id: int, filters: QueueFilters) -> dict[str, Any]:
@@ -52,9 +54,8 @@ def _item_context(project: Project, sample_id: int, filters: QueueFilters) -> di
 def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_get(slug=slug)
     filters = QueueFilters.from_query(request.GET)
-    page = request.GET.get("page", "1")
     data = queue_selectors.review_page(
-        project=project, filters=filters, page=int(page) if page.isdigit() else 1
+        project=project, filters=filters, page=QueuePageForm(request.GET).number()
     )
     context = {
         "project": project,
@@ -84,34 +85,37 @@ def review_item(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
 def review_decide(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
     project = project_get(slug=slug)
     sample = _get_sample(project, sample_id)
-    filters = _filters_from_post(request)
-    criterion_id = request.POST.get("criterion", "")
-    criterion = None
-    if criterion_id:
-        criterion = get_object_or_404(Criterion, project=project, pk=criterion_id)
+    form = ReviewDecisionForm(request.POST, project=project)
+    valid = form.is_valid()
+    filters = _filters_from_post(form)
+    criterion = form.cleaned_data.get("criterion")
     error: dict[str, Any] | None = None
-    try:
-        decision = review_services.review_decide(
-            sample=sample,
-            criterion=criterion,
-            action=request.POST.get("action", ""),
-            reason=request.POST.get("reason", ""),
-            note=request.POST.get("note", ""),
-            author=request.user,
-        )
-    except ValidationError as exc:
-        messages = [m for msgs in exc.message_dict.values() for m in msgs]
+    if not valid:
+        messages = [m for msgs in form.errors.values() for m in msgs]
         error = {"criterion": criterion.pk if criterion else None, "message": " ".join(messages)}
+    else:
+        try:
+            decision = review_services.review_decide(
+                sample=sample,
+                criterion=criterion,
+                action=form.cleaned_data["action"],
+                reason=form.cleaned_data["reason"],
+                note=form.cleaned_data["note"],
+                author=request.user,
+            )
+        except ValidationError as exc:
+            messages = [m for msgs in exc.message_dict.values() for m in msgs]
+            error = {
+                "criterion": criterion.pk if criterion else None,
+                "message": " ".join(messages),
+            }
     if error is None and not request.htmx:
         return redirect(reverse("review-item", args=[slug, sample.pk]) + filters.querystring())
     context = _item_context(project, sample.pk, filters)
     context["error"] = error
     context["error_sample"] = bool(error and error["criterion"] is None)
     # A refused discard comes back with what the lead chose and typed.
-    context["posted"] = {
-        "reason": request.POST.get("reason", ""),
-        "note": request.POST.get("note", ""),
-    }
+    context["posted"] = {"reason": form.data.get("reason", ""), "note": form.data.get("note", "")}
     template = ITEM_TEMPLATE + "#review-body" if request.htmx else ITEM_TEMPLATE
     response = render(request, template, context, status=200 if request.htmx else 400)
     if error is None:
@@ -126,13 +130,16 @@ def review_decide(request: HttpRequest, slug: str, sample_id: int) -> HttpRespon
 def review_mark(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
     project = project_get(slug=slug)
     sample = _get_sample(project, sample_id)
-    filters = _filters_from_post(request)
-    if request.POST.get("reviewed", "1") == "1":
+    form = ReviewMarkForm(request.POST)
+    if not form.is_valid():
+        return refusal(form)
+    filters = _filters_from_post(form)
+    if form.cleaned_data["reviewed"]:
         review_services.sample_mark_reviewed(sample=sample, by=request.user)
     else:
         review_services.sample_unmark_reviewed(sample=sample, by=request.user)
     target = sample.pk
-    if request.POST.get("go") == "next":
+    if form.cleaned_data["go"] == "next":
         nav = queue_selectors.review_neighbours(
             queue=queue_selectors.review_queue(project=project, filters=filters),
             sample_id=sample.pk,

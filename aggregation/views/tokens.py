@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.models import ApiToken
 from annotation.permissions import lead_required
 
+from ..forms import TokenForm
 from ..services.tokens import SCOPES, token_create, token_revoke
 
 
@@ -30,17 +31,14 @@ def _context(**extra: object) -> dict[str, object]:
 def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "aggregation/tokens.html", _context())
-    errors: dict[str, list[str]] = {}
-    user = get_user_model().objects.filter(pk=request.POST.get("user") or None).first()
-    form = {k: request.POST.get(k, "") for k in ("user", "name", "scope")}
-    if user is None:
-        errors["user"] = ["Choose the user the token acts for."]
-    else:
+    form = TokenForm(request.POST)
+    errors: dict[str, list[str]] = dict(form.errors)
+    if form.is_valid():
         try:
             token, key = token_create(
-                user=user,
-                name=form["name"],
-                scope=form["scope"] or "read",
+                user=form.cleaned_data["user"],
+                name=form.cleaned_data["name"],
+                scope=form.cleaned_data["scope"],
                 by=request.user,
             )
         except ValidationError as exc:
@@ -53,7 +51,11 @@ def tokens(request: HttpRequest) -> HttpResponse:
             response["Cache-Control"] = "no-store"
             return response
     return render(
-        request, "aggregation/tokens.html", _context(errors=errors, form=form), status=400
+        request,
+        "aggregation/tokens.html",
+        # The form comes back as typed.
+        _context(errors=errors, form={k: form.data.get(k, "") for k in form.fields}),
+        status=400,
     )
 
 

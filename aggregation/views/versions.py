@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.forms import refusal
 from annotation.models import Project
 from annotation.permissions import lead_required
 from annotation.services.jobs import JobQueueUnavailable
@@ -21,6 +22,7 @@ from annotation.views.jobs import queue_unavailable
 
 from .. import selectors_export as selectors
 from ..api.views import file_response
+from ..forms import VersionBuildForm
 from ..models import DatasetVersion
 from ..services.versions import version_build_start
 
@@ -29,10 +31,6 @@ PREVIEW_ROWS = 20
 
 def _get_project(slug: str) -> Project:
     return get_object_or_404(Project, slug=slug)
-
-
-def _checked(request: HttpRequest, name: str) -> bool:
-    return request.POST.get(name) in {"on", "1", "true"}
 
 
 @lead_required
@@ -53,12 +51,15 @@ def versions(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def version_build(request: HttpRequest, slug: str) -> HttpResponse:
     project = _get_project(slug)
+    form = VersionBuildForm(request.POST)
+    if not form.is_valid():
+        return refusal(form)
     try:
         job = version_build_start(
             project=project,
             by=request.user,
-            include_votes=_checked(request, "include_votes"),
-            include_seeds=_checked(request, "include_seeds"),
+            include_votes=form.cleaned_data["include_votes"],
+            include_seeds=form.cleaned_data["include_seeds"],
         )
     except JobQueueUnavailable as exc:
         if request.htmx:

@@ -37,6 +37,8 @@ METADATA_MAX_BYTES = 64 * KB
 
 # --- Votes --------------------------------------------------------------------------------------
 RATIONALE_MAX_CHARS = 5_000
+# A note typed on a form: a problem report, a review decision.
+NOTE_MAX_CHARS = 2_000
 
 # --- Judge predictions --------------------------------------------------------------------------
 PREDICTION_NAME_MAX_CHARS = 300  # question_id, prompt_id, criterion, judge, split, run

@@ -16,7 +16,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from ..models import Choice, Criterion, Project, ProjectMember, Sample, Split
+from ..forms import CalibrationFilterForm, ReferenceForm, form_errors
+from ..models import Choice, Project, ProjectMember, Split
 from ..permissions import is_lead, lead_required
 from ..selectors_calibration import calibration_discussion
 from ..services import work
@@ -42,13 +43,6 @@ def _back_to_discussion(request: HttpRequest, project: Project) -> HttpResponseR
     return HttpResponseRedirect(target)
 
 
-def _int_or_none(raw: str | None) -> int | None:
-    try:
-        return int(raw) if raw else None
-    except ValueError:
-        return None
-
-
 @login_required
 @require_GET
 def calibration(request: HttpRequest, slug: str) -> HttpResponse:
@@ -58,18 +52,9 @@ def calibration(request: HttpRequest, slug: str) -> HttpResponse:
         raise PermissionDenied(
             "The calibration discussion opens once you have labeled every seed item."
         )
-    criterion_id = _int_or_none(request.GET.get("criterion"))
-    split = request.GET.get("split") or None
-    if split not in Split.values:
-        split = None
-    only_disagreements = request.GET.get("disagreements") == "1"
-    discussion = calibration_discussion(
-        project=project,
-        criterion_id=criterion_id,
-        split=split,
-        only_disagreements=only_disagreements,
-        viewer=request.user,
-    )
+    # A filter value that does not parse is dropped: the page shows the unfiltered view of it.
+    filters = CalibrationFilterForm(request.GET).filters()
+    discussion = calibration_discussion(project=project, viewer=request.user, **filters)
     return render(
         request,
         "annotation/calibration.html",
@@ -78,9 +63,9 @@ def calibration(request: HttpRequest, slug: str) -> HttpResponse:
             "discussion": discussion,
             "can_act": is_lead(request.user),
             "filters": {
-                "criterion": criterion_id,
-                "split": split or "",
-                "disagreements": only_disagreements,
+                "criterion": filters["criterion_id"],
+                "split": filters["split"] or "",
+                "disagreements": filters["only_disagreements"],
             },
             "splits": [(value, label) for value, label in Split.choices],
             "choices": Choice.choices,
@@ -122,19 +107,14 @@ def calibration_round(request: HttpRequest, slug: str, member_id: int) -> HttpRe
 def reference_set(request: HttpRequest, slug: str) -> HttpResponse:
     """Set or change the reference label of a seed item."""
     project = get_object_or_404(Project, slug=slug)
-    sample = get_object_or_404(
-        Sample, pk=_int_or_none(request.POST.get("sample_id")), project=project, is_seed=True
-    )
-    criterion = get_object_or_404(
-        Criterion,
-        pk=_int_or_none(request.POST.get("criterion_id")),
-        project=project,
-        split=sample.split,
-    )
-    preference = request.POST.get("preference", "")
-    if preference not in Choice.values:
-        messages.error(request, "Choose A, B or tie for the reference label.")
+    form = ReferenceForm(request.POST, project=project)
+    if not form.is_valid():
+        for message in form_errors(form).values():
+            messages.error(request, message)
         return _back_to_discussion(request, project)
+    sample = form.cleaned_data["sample_id"]
+    criterion = form.cleaned_data["criterion_id"]
+    preference = form.cleaned_data["preference"]
     work.reference_label_set(
         sample=sample, criterion=criterion, preference=preference, by=request.user
     )

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from .. import selectors
 from ..curation import FILTERS
+from ..forms import JobParamForm
 from ..importing.limits import size_text
 from ..importing.sources import unsafe_path
 from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue, upload_size_problem
@@ -127,9 +128,9 @@ def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
             )
     else:
         form = ImportUploadForm()
-        job_id = request.GET.get("job", "")
-        if job_id.isdigit():
-            job = Job.objects.filter(pk=int(job_id), kind=Job.Kind.IMPORT, project=project).first()
+        job_id = JobParamForm(request.GET).job_id()
+        if job_id is not None:
+            job = Job.objects.filter(pk=job_id, kind=Job.Kind.IMPORT, project=project).first()
     return render(request, "annotation/import.html", _context(project, form, job))
 
 

@@ -17,14 +17,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from ..forms import ItemForm, ProblemReportForm, VoteForm, form_errors, refusal
 from ..models import Choice, ProblemReport, Project
 from ..services import work
-from ..services.voting import vote_lock_message
+from ..services.voting import SHOWN_CHOICES, vote_lock_message
 
 TEMPLATE = "annotation/label.html"
-SHOWN_CHOICES = ("A", "B", "tie")
-# A vote's time is measured by the page; anything beyond this is an idle tab, not work.
-MAX_SECONDS = 3600.0
 
 
 def _project(slug: str) -> Project:
@@ -36,16 +34,6 @@ def _shown(choice: str, swapped: bool) -> str:
     if swapped and choice in (Choice.A, Choice.B):
         return Choice.B if choice == Choice.A else Choice.A
     return choice
-
-
-def _seconds(raw: str | None) -> float:
-    try:
-        value = float(raw or 0)
-    except ValueError:
-        return 0.0
-    if value != value:  # NaN
-        return 0.0
-    return max(0.0, min(MAX_SECONDS, value))
 
 
 def _item_context(
@@ -125,24 +113,30 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project(slug)
     if request.method == "GET":
         return _screen(request, project, _next_context(project, request.user))
-    try:
-        sample_id = int(request.POST.get("sample_id", ""))
-        criterion_id = int(request.POST.get("criterion_id", ""))
-    except ValueError:
-        return HttpResponse("sample_id and criterion_id are required.", status=400)
-    shown_choice = request.POST.get("choice", "")
-    rationale = request.POST.get("rationale", "")
-    try:
-        work.vote_submit(
-            project=project,
-            annotator=request.user,
-            sample_id=sample_id,
-            criterion_id=criterion_id,
-            shown_choice=shown_choice,
-            rationale=rationale,
-            seconds=_seconds(request.POST.get("seconds")),
-        )
-    except work.VoteRejected as rejected:
+    form = VoteForm(request.POST)
+    form.is_valid()
+    if form.id_errors():
+        return refusal(form)
+    sample_id = form.cleaned_data["sample_id"]
+    criterion_id = form.cleaned_data["criterion_id"]
+    # Shown again as typed when the vote is refused.
+    shown_choice = form.data.get("choice", "")
+    rationale = form.data.get("rationale", "")
+    errors = form_errors(form)
+    if not errors:
+        try:
+            work.vote_submit(
+                project=project,
+                annotator=request.user,
+                sample_id=sample_id,
+                criterion_id=criterion_id,
+                shown_choice=form.cleaned_data["choice"],
+                rationale=form.cleaned_data["rationale"],
+                seconds=form.cleaned_data["seconds"],
+            )
+        except work.VoteRejected as rejected:
+            errors = {rejected.field: rejected.message}
+    if errors:
         try:
             item = work.work_item(
                 project=project,
@@ -153,14 +147,14 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
         except (PermissionDenied, Http404):
             # The item itself is gone (lease lost, reassigned): say so above the next one.
             context = _next_context(project, request.user)
-            context["notice"] = rejected.message
+            context["notice"] = " ".join(errors.values())
             return _screen(request, project, context, status=422)
         context = _item_context(
             project,
             item,
             choice=shown_choice if shown_choice in SHOWN_CHOICES else "",
             rationale=rationale,
-            errors={rejected.field: rejected.message},
+            errors=errors,
         )
         # 422 for both paths; labeling.js tells htmx to swap it in like a success.
         return _screen(request, project, context, status=422)
@@ -187,12 +181,8 @@ def label_item(request: HttpRequest, slug: str, sample_id: int, criterion_id: in
 def label_back(request: HttpRequest, slug: str) -> HttpResponse:
     """Go to the vote cast before the given item (or the latest vote) to revise it."""
     project = _project(slug)
-    before = None
-    try:
-        if request.GET.get("sample") and request.GET.get("criterion"):
-            before = (int(request.GET["sample"]), int(request.GET["criterion"]))
-    except ValueError:
-        before = None
+    # A malformed starting point is ignored: Back then goes to the latest vote.
+    before = ItemForm(request.GET).before()
     item = work.vote_previous(project=project, annotator=request.user, before=before)
     if item is None:
         if not request.htmx:
@@ -212,19 +202,15 @@ def label_back(request: HttpRequest, slug: str) -> HttpResponse:
 def report_problem(request: HttpRequest, slug: str) -> HttpResponse:
     """Flag a sample (broken image, unreadable response); it leaves the annotator's queue."""
     project = _project(slug)
-    try:
-        sample_id = int(request.POST.get("sample_id", ""))
-    except ValueError:
-        return HttpResponse("sample_id is required.", status=400)
-    kind = request.POST.get("kind", "")
-    if kind not in ProblemReport.Kind.values:
-        kind = ProblemReport.Kind.OTHER
+    form = ProblemReportForm(request.POST)
+    if not form.is_valid():
+        return refusal(form)
     work.problem_report(
         project=project,
         annotator=request.user,
-        sample_id=sample_id,
-        kind=kind,
-        note=request.POST.get("note", "")[:2000],
+        sample_id=form.cleaned_data["sample_id"],
+        kind=form.cleaned_data["kind"],
+        note=form.cleaned_data["note"],
     )
     if not request.htmx:
         return redirect("label", slug=project.slug)

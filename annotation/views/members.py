@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from ..forms import MemberAddForm, SlotReassignForm, form_errors
 from ..models import Project, ProjectMember, Slot
 from ..permissions import lead_required
 from ..selectors_members import member_rows, users_addable
 from ..services import work
 from ..services.projects import member_add
-
-
-def _int(raw: str | None) -> int | None:
-    try:
-        return int(raw) if raw else None
-    except ValueError:
-        return None
 
 
 @lead_required
@@ -49,11 +42,11 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
 def member_add_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Add an existing user to the project as an annotator."""
     project = get_object_or_404(Project, slug=slug)
-    user = get_user_model().objects.filter(pk=_int(request.POST.get("user_id")), is_active=True)
-    user = user.first()
-    if user is None:
-        messages.error(request, "Choose a user to add.")
+    form = MemberAddForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_errors(form)["user_id"])
     else:
+        user = form.cleaned_data["user_id"]
         member_add(project=project, user=user)
         messages.success(request, f"{user.get_username()} is now an annotator of {project.name}.")
     return redirect("members", slug=project.slug)
@@ -84,17 +77,11 @@ def slot_reassign_view(request: HttpRequest, slug: str, slot_id: int) -> HttpRes
     slot = get_object_or_404(
         Slot.objects.select_related("sample", "annotator"), pk=slot_id, sample__project=project
     )
-    target_id = _int(request.POST.get("to"))
-    target = None
-    if target_id is not None:
-        member = ProjectMember.objects.filter(
-            project=project, user_id=target_id, is_active=True
-        ).select_related("user")
-        member = member.first()
-        if member is None:
-            messages.error(request, "That user is not an active annotator of this project.")
-            return redirect("members", slug=project.slug)
-        target = member.user
+    form = SlotReassignForm(request.POST, project=project)
+    if not form.is_valid():
+        messages.error(request, form_errors(form)["to"])
+        return redirect("members", slug=project.slug)
+    target = form.cleaned_data["to"]
     try:
         work.slot_reassign(slot=slot, to_annotator=target, by=request.user)
     except ValidationError as exc:

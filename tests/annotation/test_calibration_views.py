@@ -291,13 +291,15 @@ def test_reference_needs_a_seed_sample_and_a_criterion_of_its_split(
     response = client.post(
         reference_url,
         {"sample_id": formal.pk, "criterion_id": criteria["open_ended"][0].pk, "preference": "A"},
+        follow=True,
     )
-    assert response.status_code == 404
+    assert "Choose a seed sample of this project (sample_id)." in response.content.decode()
     response = client.post(
         reference_url,
         {"sample_id": seeds[0].pk, "criterion_id": criteria["reasoning"][0].pk, "preference": "A"},
+        follow=True,
     )
-    assert response.status_code == 404
+    assert "a criterion of the sample&#x27;s split (criterion_id)" in response.content.decode()
     assert not ReferenceLabel.objects.exists()
 
 
