@@ -8,42 +8,15 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from aggregation.models import Outcome, ReviewDecision, SampleReview
+from aggregation.models import ReviewDecision, SampleReview
 from aggregation.selectors_review import exportable_labels
 from aggregation.services.review import (
     review_decide,
     sample_mark_reviewed,
     sample_unmark_reviewed,
 )
-from annotation.models import Criterion, Vote
-from tests.aggregation.labels import label
+from annotation.models import Criterion
 from tests.conftest import make_sample
-
-
-@pytest.fixture
-def setup(project, lead, annotators):
-    crits = list(Criterion.objects.filter(project=project, split="open_ended").order_by("order"))
-    s1 = make_sample(
-        project,
-        "s1",
-        response_a="**bold** answer <script>alert('a')</script>",
-        response_b="Plain <img src=x onerror=alert(1)> text",
-    )
-    s2 = make_sample(project, "s2")
-    label(s1, crits[0])
-    label(s1, crits[1], preference="B")
-    label(s1, crits[2], outcome=Outcome.DROPPED_SPLIT)
-    label(s2, crits[0])
-    for user, choice in zip(annotators[:3], "AAB", strict=True):
-        Vote.objects.create(
-            sample=s1,
-            criterion=crits[0],
-            annotator=user,
-            choice=choice,
-            rationale=f"<b>{user.username}</b> says {choice}",
-            seconds=12,
-        )
-    return crits, s1, s2
 
 
 def exported(project):
@@ -52,8 +25,8 @@ def exported(project):
     ]
 
 
-def test_discard_then_restore_appends_and_the_latest_counts(project, lead, setup):
-    crits, s1, _ = setup
+def test_discard_then_restore_appends_and_the_latest_counts(project, lead, review_setup):
+    crits, s1, _ = review_setup
     assert len(exported(project)) == 3
     review_decide(
         sample=s1, criterion=crits[0], action="discard", reason="inconsistent", author=lead
@@ -66,8 +39,8 @@ def test_discard_then_restore_appends_and_the_latest_counts(project, lead, setup
     assert history == [("discard", "inconsistent", ""), ("keep", "", "re-read it")]
 
 
-def test_whole_sample_discard_and_restore(project, lead, setup):
-    crits, s1, s2 = setup
+def test_whole_sample_discard_and_restore(project, lead, review_setup):
+    crits, s1, s2 = review_setup
     review_decide(sample=s1, action="discard", reason="redundant", author=lead)
     assert exported(project) == [(s2.external_id, crits[0].key)]
     review_decide(sample=s1, action="keep", author=lead)
@@ -85,24 +58,26 @@ def test_whole_sample_discard_and_restore(project, lead, setup):
         ({"action": "erase"}, "action"),
     ],
 )
-def test_invalid_decisions_are_refused_and_nothing_is_written(project, lead, setup, kwargs, field):
-    crits, s1, _ = setup
+def test_invalid_decisions_are_refused_and_nothing_is_written(
+    project, lead, review_setup, kwargs, field
+):
+    crits, s1, _ = review_setup
     with pytest.raises(ValidationError) as exc:
         review_decide(sample=s1, criterion=crits[0], author=lead, **kwargs)
     assert field in exc.value.message_dict
     assert ReviewDecision.objects.count() == 0
 
 
-def test_other_with_a_note_is_accepted(project, lead, setup):
-    crits, s1, _ = setup
+def test_other_with_a_note_is_accepted(project, lead, review_setup):
+    crits, s1, _ = review_setup
     d = review_decide(
         sample=s1, criterion=crits[0], action="discard", reason="other", note=" dup ", author=lead
     )
     assert (d.reason, d.note, d.author) == ("other", "dup", lead)
 
 
-def test_only_kept_labels_of_the_sample_can_be_reviewed(project, lead, setup):
-    crits, s1, _ = setup
+def test_only_kept_labels_of_the_sample_can_be_reviewed(project, lead, review_setup):
+    crits, s1, _ = review_setup
     with pytest.raises(ValidationError, match="kept by aggregation"):
         review_decide(sample=s1, criterion=crits[2], action="keep", author=lead)
     other_split = Criterion.objects.filter(project=project, split="reasoning").first()
@@ -110,8 +85,8 @@ def test_only_kept_labels_of_the_sample_can_be_reviewed(project, lead, setup):
         review_decide(sample=s1, criterion=other_split, action="keep", author=lead)
 
 
-def test_non_leads_cannot_decide_or_mark(project, annotators, setup):
-    crits, s1, _ = setup
+def test_non_leads_cannot_decide_or_mark(project, annotators, review_setup):
+    crits, s1, _ = review_setup
     with pytest.raises(PermissionDenied):
         review_decide(
             sample=s1,
@@ -126,8 +101,8 @@ def test_non_leads_cannot_decide_or_mark(project, annotators, setup):
     assert not ReviewDecision.objects.exists() and not SampleReview.objects.exists()
 
 
-def test_mark_and_unmark_reviewed_keep_decisions(project, lead, setup):
-    crits, s1, _ = setup
+def test_mark_and_unmark_reviewed_keep_decisions(project, lead, review_setup):
+    crits, s1, _ = review_setup
     review_decide(sample=s1, criterion=crits[0], action="keep", author=lead)
     first = sample_mark_reviewed(sample=s1, by=lead)
     again = sample_mark_reviewed(sample=s1, by=lead)
@@ -144,8 +119,10 @@ def decide_url(project, sample):
     return reverse("review-decide", args=[project.slug, sample.pk])
 
 
-def test_item_page_shows_votes_grouped_and_renders_responses_safely(client, project, lead, setup):
-    crits, s1, _ = setup
+def test_item_page_shows_votes_grouped_and_renders_responses_safely(
+    client, project, lead, review_setup
+):
+    crits, s1, _ = review_setup
     client.force_login(lead)
     html = client.get(reverse("review-item", args=[project.slug, s1.pk])).content.decode()
     assert "<strong>bold</strong>" in html  # Markdown rendered
@@ -157,8 +134,8 @@ def test_item_page_shows_votes_grouped_and_renders_responses_safely(client, proj
     assert html.count("data-reviewable") == 2  # the two kept labels get keep/discard
 
 
-def test_plain_post_decides_and_redirects_keeping_filters(client, project, lead, setup):
-    crits, s1, _ = setup
+def test_plain_post_decides_and_redirects_keeping_filters(client, project, lead, review_setup):
+    crits, s1, _ = review_setup
     client.force_login(lead)
     response = client.post(
         decide_url(project, s1),
@@ -178,8 +155,8 @@ def test_plain_post_decides_and_redirects_keeping_filters(client, project, lead,
     assert (d.criterion, d.action, d.reason, d.author) == (crits[0], "discard", "redundant", lead)
 
 
-def test_htmx_post_returns_the_fragment_with_a_toast(client, project, lead, setup):
-    crits, s1, _ = setup
+def test_htmx_post_returns_the_fragment_with_a_toast(client, project, lead, review_setup):
+    crits, s1, _ = review_setup
     client.force_login(lead)
     response = client.post(
         decide_url(project, s1),
@@ -193,8 +170,8 @@ def test_htmx_post_returns_the_fragment_with_a_toast(client, project, lead, setu
     assert "discarded" in response["HX-Trigger"]
 
 
-def test_invalid_post_shows_the_error_and_writes_nothing(client, project, lead, setup):
-    crits, s1, _ = setup
+def test_invalid_post_shows_the_error_and_writes_nothing(client, project, lead, review_setup):
+    crits, s1, _ = review_setup
     client.force_login(lead)
     response = client.post(decide_url(project, s1), {"criterion": crits[0].pk, "action": "discard"})
     assert response.status_code == 400
@@ -210,8 +187,8 @@ def test_invalid_post_shows_the_error_and_writes_nothing(client, project, lead, 
     assert not ReviewDecision.objects.exists()
 
 
-def test_mark_reviewed_and_go_next(client, project, lead, setup):
-    _, s1, s2 = setup
+def test_mark_reviewed_and_go_next(client, project, lead, review_setup):
+    _, s1, s2 = review_setup
     client.force_login(lead)
     response = client.post(
         reverse("review-mark", args=[project.slug, s1.pk]),
@@ -230,8 +207,10 @@ def test_mark_reviewed_and_go_next(client, project, lead, setup):
 
 
 @pytest.mark.parametrize("who", ["annotator", "outsider", "anonymous"])
-def test_nobody_else_gets_review_pages_or_writes(client, project, setup, annotators, outsider, who):
-    crits, s1, _ = setup
+def test_nobody_else_gets_review_pages_or_writes(
+    client, project, review_setup, annotators, outsider, who
+):
+    crits, s1, _ = review_setup
     if who == "annotator":
         client.force_login(annotators[0])
     elif who == "outsider":
@@ -257,14 +236,14 @@ def test_nobody_else_gets_review_pages_or_writes(client, project, setup, annotat
     assert not ReviewDecision.objects.exists() and not SampleReview.objects.exists()
 
 
-def test_get_is_not_allowed_on_write_endpoints(client, project, lead, setup):
-    _, s1, _ = setup
+def test_get_is_not_allowed_on_write_endpoints(client, project, lead, review_setup):
+    _, s1, _ = review_setup
     client.force_login(lead)
     assert client.get(decide_url(project, s1)).status_code == 405
     assert client.get(reverse("review-mark", args=[project.slug, s1.pk])).status_code == 405
 
 
-def test_samples_of_another_project_are_not_found(client, project, lead, setup):
+def test_samples_of_another_project_are_not_found(client, project, lead, review_setup):
     from annotation.services.projects import project_create
 
     other = project_create(name="Other", slug="other")

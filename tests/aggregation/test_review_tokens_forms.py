@@ -11,10 +11,9 @@ from aggregation.models import ReviewDecision, SampleReview
 from annotation.importing.limits import NOTE_MAX_CHARS
 from annotation.models import ApiToken, Criterion
 from annotation.services.projects import member_add, project_create
-from tests.aggregation.export_data import _fast_passwords  # noqa: F401
 from tests.conftest import make_user
 
-from .test_review import decide_url, setup  # noqa: F401 (fixture)
+from .test_review import decide_url
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +36,12 @@ def test_a_bad_review_decision_names_the_field(
     client,
     project,
     lead,
-    setup,  # noqa: F811
+    review_setup,
     data,
     message,
     htmx,
 ):
-    _, s1, _ = setup
+    _, s1, _ = review_setup
     client.force_login(lead)
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
     response = client.post(decide_url(project, s1), data, **headers)
@@ -52,8 +51,8 @@ def test_a_bad_review_decision_names_the_field(
     assert not ReviewDecision.objects.exists()
 
 
-def test_a_criterion_of_another_project_is_refused(client, project, lead, setup):  # noqa: F811
-    _, s1, _ = setup
+def test_a_criterion_of_another_project_is_refused(client, project, lead, review_setup):
+    _, s1, _ = review_setup
     other = project_create(name="Other", slug="other")
     foreign = Criterion.objects.filter(project=other).first()
     client.force_login(lead)
@@ -70,11 +69,11 @@ def test_a_bad_review_mark_is_refused_naming_the_field(
     client,
     project,
     lead,
-    setup,  # noqa: F811
+    review_setup,
     data,
     field,
 ):
-    _, s1, _ = setup
+    _, s1, _ = review_setup
     client.force_login(lead)
     response = client.post(reverse("review-mark", args=[project.slug, s1.pk]), data)
     assert response.status_code == 400
@@ -83,7 +82,7 @@ def test_a_bad_review_mark_is_refused_naming_the_field(
 
 
 @pytest.mark.parametrize("page", ["abc", "-2", "0", "9" * 30, "1.5"])
-def test_a_bad_queue_page_is_the_first(client, project, lead, setup, page):  # noqa: F811
+def test_a_bad_queue_page_is_the_first(client, project, lead, review_setup, page):
     client.force_login(lead)
     response = client.get(reverse("review-queue", args=[project.slug]), {"page": page})
     assert response.status_code == 200

@@ -11,7 +11,7 @@ from annotation.services import work
 from annotation.services.projects import member_add, project_create
 from tests.conftest import make_sample, make_user
 
-from .test_calibration_views import criteria, seeds, url  # noqa: F401 (fixtures)
+from .test_calibration_views import url
 from .work_data import calibrate, make_formal
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def shown(response) -> list[str]:
     "query",
     ["criterion=abc", "criterion=-1", "split=nowhere", "disagreements=yes&criterion=1e9", "x=1"],
 )
-def test_bad_calibration_filters_are_dropped(client, project, lead, seeds, query):  # noqa: F811
+def test_bad_calibration_filters_are_dropped(client, project, lead, seeds, query):
     client.force_login(lead)
     response = client.get(url(project) + "?" + query)
     assert response.status_code == 200
@@ -47,8 +47,8 @@ def test_a_bad_reference_is_refused_naming_the_field(
     client,
     project,
     lead,
-    seeds,  # noqa: F811
-    criteria,  # noqa: F811
+    seeds,
+    criteria,
     change,
     field,
 ):
@@ -65,7 +65,7 @@ def test_a_reference_for_another_projects_seed_is_refused(
     client,
     project,
     lead,
-    criteria,  # noqa: F811
+    criteria,
 ):
     other = project_create(name="Other", slug="other")
     foreign = make_sample(other, "seed-x", is_seed=True)

@@ -7,29 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import Criterion, ProjectMember, ReferenceLabel, Vote
+from annotation.models import ProjectMember, ReferenceLabel, Vote
 from annotation.selectors_calibration import calibration_discussion
 from annotation.services.projects import member_add
 from tests.conftest import make_sample, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def seeds(project):
-    return [
-        make_sample(project, "seed-oe-1", is_seed=True, question="Seed question one?"),
-        make_sample(project, "seed-oe-2", is_seed=True, question="Seed question two?"),
-        make_sample(project, "seed-r-1", split="reasoning", is_seed=True, question="Solve $x$."),
-    ]
-
-
-@pytest.fixture
-def criteria(project):
-    return {
-        split: list(Criterion.objects.filter(project=project, split=split).order_by("order"))
-        for split in ("open_ended", "reasoning")
-    }
 
 
 def vote_all(member: ProjectMember, seeds, criteria, choice="A", round_=None, note=""):
