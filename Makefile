@@ -38,22 +38,26 @@ demo: venv
 	env -u DATABASE_URL -u CELERY_BROKER_URL DEMO_HOST=$(HOST) DEMO_PORT=$(PORT) $(PY) manage.py demo_setup
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
+# The whole suite on PostgreSQL and Redis, with real workers and the browser tests.
+POSTGRES_LANE = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) \
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+# The suite on the embedded default: SQLite (a fresh VAR_DIR) and eager Celery.
+SQLITE_LANE = lane=$$(mktemp -d); \
+	$(EMBEDDED_ENV) VAR_DIR=$$lane $(VENV)/bin/pytest $(SQLITE_LANE_ARGS) $(PYTEST_ARGS); \
+	status=$$?; rm -rf "$$lane"; exit $$status
+
 # Both lanes; PYTEST_ARGS applies to each.
 test: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
-	$(MAKE) --no-print-directory test-postgres
-	$(MAKE) --no-print-directory test-sqlite
+	$(POSTGRES_LANE)
+	$(SQLITE_LANE)
 
-# The whole suite on PostgreSQL and Redis, with real workers and the browser tests.
 test-postgres: dev-venv
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(POSTGRES_LANE)
 
-# The suite on the embedded default: SQLite (a fresh VAR_DIR) and eager Celery.
 test-sqlite: dev-venv
-	@lane=$$(mktemp -d); \
-	$(EMBEDDED_ENV) VAR_DIR=$$lane $(VENV)/bin/pytest $(SQLITE_LANE_ARGS) $(PYTEST_ARGS); \
-	status=$$?; rm -rf "$$lane"; exit $$status
+	$(SQLITE_LANE)
 
 lint-imports: dev-venv
 	$(VENV)/bin/lint-imports --no-cache
