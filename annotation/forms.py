@@ -11,10 +11,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
 from django.http import HttpResponse
 
+from core.http import MESSAGE_HEADER
+
 from .importing.limits import NOTE_MAX_CHARS, RATIONALE_MAX_CHARS
 from .models import Choice, Criterion, ProblemReport, Project, Sample, Split
 from .services.voting import SHOWN_CHOICES
-from .views.jobs import MESSAGE_HEADER
 
 # A vote's time is measured by the page; anything beyond this is an idle tab, not work.
 MAX_SECONDS = 3600.0

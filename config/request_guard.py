@@ -22,9 +22,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 from annotation.importing.limits import size_text
+from core.http import MESSAGE_HEADER
 
 API_PREFIX = "/api/"
-MESSAGE_HEADER = "X-Refusal-Message"
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 

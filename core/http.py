@@ -10,6 +10,9 @@ from collections.abc import Iterator
 from typing import IO
 
 STREAM_CHUNK = 64 * 1024
+#: The header carrying a refusal's message to htmx, whose error answers are not swapped in:
+#: static/js/app.js shows it as a toast.
+MESSAGE_HEADER = "X-Refusal-Message"
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 

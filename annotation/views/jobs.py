@@ -10,12 +10,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from core.http import MESSAGE_HEADER
+
 from ..models import Job
 from ..permissions import is_lead, lead_required
 from ..services import jobs as job_services
 
 #: The header app.js shows as a toast when htmx gets an error answer.
-MESSAGE_HEADER = "X-Refusal-Message"
 
 
 @login_required
