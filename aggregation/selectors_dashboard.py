@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation import tiecap
 from annotation.models import (
     Choice,
     Criterion,
@@ -392,8 +393,10 @@ def dashboard_figures(*, project: Project) -> Dashboard:
                 "progress": _share(r["done"], done_for_bar),
                 "ties": r["ties"],
                 "tie_rate": tie_rate,
-                "tie_cap_used": (tie_rate / tie_cap) if tie_rate is not None and tie_cap else None,
-                "over_cap": tie_rate is not None and tie_rate >= tie_cap,
+                "tie_cap_used": tiecap.share_of_cap(
+                    ties=r["ties"], votes=r["done"], cap=project.tie_cap
+                ),
+                "over_cap": tiecap.at_cap(ties=r["ties"], votes=r["done"], cap=project.tie_cap),
                 "median_seconds": r.get("median"),
                 "flags": flags.get(uid, 0),
                 "votes_today": r["today"],
