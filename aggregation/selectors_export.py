@@ -77,6 +77,7 @@ def manifest_readable(*, user: Any, version: DatasetVersion) -> dict[str, Any]:
 
 
 def versions_ready(*, project: Project) -> QuerySet[DatasetVersion]:
+    """The project's ready versions (the only ones anyone but a build sees), newest first."""
     return (
         DatasetVersion.objects.filter(project=project, status=DatasetVersion.Status.READY)
         .select_related("project", "created_by")

@@ -21,7 +21,6 @@ from annotation.views.jobs import queue_unavailable
 
 from .. import selectors_export as selectors
 from ..api.views import file_response
-from ..models import DatasetVersion
 from ..services.versions import version_build_start
 
 PREVIEW_ROWS = 20
@@ -114,9 +113,7 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
 @require_GET
 def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> HttpResponse:
     project = _get_project(slug)
-    version = get_object_or_404(
-        DatasetVersion, project=project, number=number, status=DatasetVersion.Status.READY
-    )
+    version = get_object_or_404(selectors.versions_ready(project=project), number=number)
     if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
         raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
     record = selectors.version_file(version=version, kind=kind)
