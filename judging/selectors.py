@@ -14,7 +14,8 @@ from django.shortcuts import get_object_or_404
 
 from aggregation.models import DatasetRow, DatasetVersion
 from aggregation.selectors_export import versions_ready
-from annotation.models import Criterion, Project, Split
+from annotation.models import Criterion, Project
+from annotation.splits import split_label
 
 from .metrics import SPLIT_ORDER, criteria_in_order
 from .models import JudgeRun, Scorecard
@@ -39,10 +40,6 @@ def version_splits(*, version: DatasetVersion) -> list[str]:
         DatasetRow.objects.filter(version=version).values_list("split", flat=True).distinct()
     )
     return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
-
-
-def split_label(split: str) -> str:
-    return dict(Split.choices).get(split, split)
 
 
 def _short_name(name: str) -> str:
