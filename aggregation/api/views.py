@@ -9,7 +9,6 @@ lead's). Every endpoint only shows ready versions.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -23,6 +22,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotation.api_auth import READ_SCOPES, token_scopes
 from annotation.models import ApiToken, Project
 from core.http import RangeNotSatisfiable, byte_range, stream_range
 
@@ -39,7 +39,6 @@ from .serializers import (
     VersionOutSerializer,
 )
 
-READ_SCOPES = {"read", "predictions"}
 CONTENT_TYPES = {
     DatasetFile.Kind.JSONL: "application/x-ndjson",
     DatasetFile.Kind.JSONL_ZIP: "application/zip",
@@ -72,8 +71,7 @@ class CanReadDatasets(permissions.BasePermission):
         if not (request.user and request.user.is_authenticated):
             return False
         if isinstance(request.auth, ApiToken):
-            scopes = {s for s in re.split(r"[\s,]+", request.auth.scope or "") if s}
-            return bool(scopes & READ_SCOPES)
+            return bool(token_scopes(request.auth) & READ_SCOPES)
         return True
 
 
