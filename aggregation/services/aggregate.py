@@ -208,17 +208,7 @@ def _write_labels(
             sample__project=project, sample__split=split, sample__is_seed=False
         )
         .annotate(vote_ids_text=Cast("vote_ids", TextField()))
-        .values_list(
-            "id",
-            "sample_id",
-            "criterion_id",
-            "outcome",
-            "preference",
-            "votes_a",
-            "votes_b",
-            "votes_tie",
-            "vote_ids_text",
-        )
+        .values_list("id", *_COLUMNS[:-3], "vote_ids_text")
     )
     stale: list[int] = []
     changed: list[tuple[int, tuple[int, int], tuple]] = []
