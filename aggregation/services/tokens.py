@@ -26,7 +26,7 @@ SCOPES = {
 
 
 @transaction.atomic
-def token_create(*, user: Any, name: str, by: Any, scope: str = "read") -> tuple[ApiToken, str]:
+def token_create(*, user: Any, name: str, by: Any, scope: str = READ_SCOPE) -> tuple[ApiToken, str]:
     """Create a token for ``user``; returns it and its key, which is stored only as a hash."""
     if not is_lead(by):
         raise PermissionDenied("Only the project lead creates API tokens.")
