@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -228,11 +228,7 @@ def _etag_matches(header: str, etag: str) -> bool:
 @renderer_classes([renderers.JSONRenderer, AnyMediaRenderer])
 def version_file(request: Request, slug: str, number: int, kind: str) -> HttpResponse:
     version = _version(request, slug, number)
-    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
-        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
-    record = selectors.version_file(version=version, kind=kind)
-    if record is None:
-        raise Http404(f"Version {number} has no {kind!r} file.")
+    record = selectors.version_file_for(user=request.user, version=version, kind=kind)
     return file_response(request, record)
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -114,9 +113,5 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
 def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> HttpResponse:
     project = _get_project(slug)
     version = get_object_or_404(selectors.versions_ready(project=project), number=number)
-    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
-        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
-    record = selectors.version_file(version=version, kind=kind)
-    if record is None:
-        raise Http404(f"Version {number} has no {kind!r} file.")
+    record = selectors.version_file_for(user=request.user, version=version, kind=kind)
     return file_response(request, record)
