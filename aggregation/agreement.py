@@ -91,6 +91,8 @@ from typing import Any
 
 import numpy as np
 
+from .bootstrap import resample_counts
+
 CATEGORIES = ("A", "B", "tie")
 MISSING = -1
 DEFAULT_MIN_OVERLAP = 20
@@ -365,8 +367,7 @@ def _replicate_totals(
     chunk: list[np.ndarray] = []
     start = 0
     for b in range(n_boot):
-        w = np.bincount(rng.integers(0, n_clusters, size=n_clusters), minlength=n_clusters)
-        w = w.astype(np.float64)
+        w = resample_counts(rng, n_clusters, 1)[0].astype(np.float64)
         cohen[b] = np.bincount(obs_feature, weights=w[obs_cluster], minlength=size)
         chunk.append(w)
         if len(chunk) == 64 or b == n_boot - 1:

@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation import tiecap
 from annotation.models import (
     Choice,
     Criterion,
@@ -356,7 +357,6 @@ def annotator_figures(
     snapshots: dict[str, AgreementSnapshot],
 ) -> list[dict[str, Any]]:
     """Every active member, plus anyone who voted or holds a slot, by username."""
-    tie_cap = float(project.tie_cap)
     members = {
         m.user_id: m.user.username
         for m in ProjectMember.objects.filter(project=project, is_active=True).select_related(
@@ -382,8 +382,10 @@ def annotator_figures(
                 "progress": _share(r["done"], assigned.get(uid, 0)),
                 "ties": r["ties"],
                 "tie_rate": tie_rate,
-                "tie_cap_used": (tie_rate / tie_cap) if tie_rate is not None and tie_cap else None,
-                "over_cap": tie_rate is not None and tie_rate >= tie_cap,
+                "tie_cap_used": tiecap.share_of_cap(
+                    ties=r["ties"], votes=r["done"], cap=project.tie_cap
+                ),
+                "over_cap": tiecap.at_cap(ties=r["ties"], votes=r["done"], cap=project.tie_cap),
                 "median_seconds": r.get("median"),
                 "flags": flags.get(uid, 0),
                 "votes_today": r["today"],

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Max, Q, QuerySet
+from django.http import Http404
 
 from annotation.models import Job, Project
 from annotation.permissions import is_lead
@@ -77,6 +79,7 @@ def manifest_readable(*, user: Any, version: DatasetVersion) -> dict[str, Any]:
 
 
 def versions_ready(*, project: Project) -> QuerySet[DatasetVersion]:
+    """The project's ready versions (the only ones anyone but a build sees), newest first."""
     return (
         DatasetVersion.objects.filter(project=project, status=DatasetVersion.Status.READY)
         .select_related("project", "created_by")
@@ -96,7 +99,18 @@ def versions_all(*, project: Project) -> QuerySet[DatasetVersion]:
 
 
 def version_file(*, version: DatasetVersion, kind: str) -> DatasetFile | None:
+    """The version's stored ``kind`` file, if it has one."""
     return DatasetFile.objects.filter(version=version, kind=kind).first()
+
+
+def version_file_for(*, user: Any, version: DatasetVersion, kind: str) -> DatasetFile:
+    """The ``kind`` file ``user`` downloads: PermissionDenied if lead-only, Http404 if none."""
+    if not version_file_readable(user=user, version=version, kind=kind):
+        raise PermissionDenied(LEAD_ONLY_MESSAGE)
+    record = version_file(version=version, kind=kind)
+    if record is None:
+        raise Http404(f"Version {version.number} has no {kind!r} file.")
+    return record
 
 
 def version_rows(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from typing import Any
 
@@ -12,6 +13,18 @@ from rest_framework import authentication, exceptions
 from .models import ApiToken
 
 TOKEN_PREFIX_LENGTH = 8
+
+# "read": the dataset API (projects, versions, rows, files). "predictions": also submits judge
+# predictions. Neither writes anything else.
+READ_SCOPE = "read"
+PREDICTIONS_SCOPE = "predictions"
+READ_SCOPES = frozenset({READ_SCOPE, PREDICTIONS_SCOPE})
+_SCOPE_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def token_scopes(token: ApiToken) -> set[str]:
+    """A token's scopes (the field may list several, separated by spaces or commas)."""
+    return {s for s in _SCOPE_SEPARATORS.split(token.scope or "") if s}
 
 
 def hash_key(key: str) -> str:

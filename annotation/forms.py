@@ -13,9 +13,9 @@ from django.http import HttpResponse
 
 from core.http import MESSAGE_HEADER
 
+from .ab import SHOWN_CHOICES
 from .importing.limits import NOTE_MAX_CHARS, RATIONALE_MAX_CHARS
 from .models import Choice, Criterion, ProblemReport, Project, Sample, Split
-from .services.voting import SHOWN_CHOICES
 
 # A vote's time is measured by the page; anything beyond this is an idle tab, not work.
 MAX_SECONDS = 3600.0

@@ -16,10 +16,10 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils.http import http_date
 
-from core.http import RangeNotSatisfiable, byte_range, stream_range
+from core.http import range_response
 
 #: One path segment as we store it: ASCII letters, digits, ``_ - .``; no leading or trailing dot.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$")
@@ -89,26 +89,12 @@ def media_content_type(name: str) -> tuple[str, bool]:
 
 def _body_response(request: HttpRequest, file: Path) -> HttpResponse:
     """The file itself, streamed, with one byte range honoured (206) or refused (416)."""
-    size = file.stat().st_size
-    try:
-        wanted = byte_range(request.headers.get("Range"), size)
-    except RangeNotSatisfiable as exc:
-        response = HttpResponse(str(exc), status=416, content_type="text/plain")
-        response["Content-Range"] = f"bytes */{size}"
-        return response
-    first, last = wanted if wanted is not None else (0, size - 1)
-    length = max(0, last - first + 1)
-    status = 206 if wanted is not None else 200
-    if request.method == "HEAD":
-        response = HttpResponse(status=status)
-    else:
-        response = StreamingHttpResponse(
-            stream_range(file.open("rb"), first, length), status=status
-        )
-    response["Content-Length"] = str(length)
-    if status == 206:
-        response["Content-Range"] = f"bytes {first}-{last}/{size}"
-    return response
+    return range_response(
+        method=request.method or "GET",
+        range_header=request.headers.get("Range"),
+        size=file.stat().st_size,
+        open_file=lambda: file.open("rb"),
+    )
 
 
 def media_response(request: HttpRequest, file: Path) -> HttpResponse:

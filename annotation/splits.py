@@ -1,4 +1,4 @@
-"""Split labels as files spell them, mapped to our canonical keys (no Django).
+"""Split keys, their display names, and labels as files spell them (no Django).
 
 The published release normalises a split label by lowercasing it and turning ``_`` into ``-``;
 ``open-ended`` and ``openended`` then both mean the open-ended split. Every reader (sample import,
@@ -14,7 +14,14 @@ OPEN_ENDED = "open_ended"
 REASONING = "reasoning"
 CANONICAL = (OPEN_ENDED, REASONING)
 
+LABELS = {OPEN_ENDED: "Open-ended", REASONING: "Reasoning"}
+
 _SPELLINGS = {"open-ended": OPEN_ENDED, "openended": OPEN_ENDED, "reasoning": REASONING}
+
+
+def split_label(key: str | None) -> str:
+    """Display name of a split key ("open_ended" -> "Open-ended"); unknown keys pass through."""
+    return LABELS.get(key or "", key or "")
 
 
 def normalise_label(label: str) -> str:

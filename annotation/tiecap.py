@@ -18,6 +18,7 @@ Calibration votes never count: ``n`` and ``t`` are formal votes only.
 from __future__ import annotations
 
 from decimal import Decimal
+from fractions import Fraction
 
 UNLIMITED = 1_000_000
 
@@ -55,3 +56,16 @@ def allowance(*, ties: int, votes: int, cap: Decimal | str | int) -> int:
     if p == q:
         return UNLIMITED
     return (room - 1) // (q - p)
+
+
+def share_of_cap(*, ties: int, votes: int, cap: Decimal | str | int) -> float | None:
+    """How much of the cap ``ties`` in ``votes`` use (1.0 = at the cap); None without votes."""
+    p, q = cap_fraction(cap)
+    if votes <= 0 or p == 0:
+        return None
+    return float(Fraction(ties * q, votes * p))
+
+
+def at_cap(*, ties: int, votes: int, cap: Decimal | str | int) -> bool:
+    """True when ``votes`` (at least one) hold ``ties`` at or above the cap."""
+    return votes > 0 and not within_cap(ties=ties, votes=votes, cap=cap)

@@ -33,6 +33,7 @@ from judging.metrics import CRITERIA_ORDER  # noqa: E402
 
 
 def build_version(n_prompts: int, rng: np.random.Generator):
+    from aggregation.export.rows import question_id_for
     from aggregation.models import DatasetRow, DatasetVersion
     from annotation.services.projects import project_create
 
@@ -44,7 +45,7 @@ def build_version(n_prompts: int, rng: np.random.Generator):
             prompt = f"{split[:4]}{p}"
             for criterion in criteria:
                 preference = "model_a" if rng.random() < 0.55 else "model_b"
-                qid = f"{prompt}__{criterion}"
+                qid = question_id_for(prompt, criterion)
                 rows.append(
                     DatasetRow(
                         version=version,

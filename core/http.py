@@ -6,8 +6,10 @@ One range per request; several get the whole file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
+
+from django.http import HttpResponse, StreamingHttpResponse
 
 STREAM_CHUNK = 64 * 1024
 #: The header carrying a refusal's message to htmx, whose error answers are not swapped in:
@@ -57,3 +59,26 @@ def stream_range(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
             yield chunk
     finally:
         fh.close()
+
+
+def range_response(
+    *, method: str, range_header: str | None, size: int, open_file: Callable[[], IO[bytes]]
+) -> HttpResponse:
+    """The body part of a download: 200, 206 with one range, or 416; a HEAD gets no body."""
+    try:
+        wanted = byte_range(range_header, size)
+    except RangeNotSatisfiable as exc:
+        response = HttpResponse(str(exc), status=416, content_type="text/plain")
+        response["Content-Range"] = f"bytes */{size}"
+        return response
+    first, last = wanted if wanted is not None else (0, size - 1)
+    length = max(0, last - first + 1)
+    status = 206 if wanted is not None else 200
+    if method == "HEAD":
+        response = HttpResponse(status=status)
+    else:
+        response = StreamingHttpResponse(stream_range(open_file(), first, length), status=status)
+    response["Content-Length"] = str(length)
+    if status == 206:
+        response["Content-Range"] = f"bytes {first}-{last}/{size}"
+    return response

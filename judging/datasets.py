@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from aggregation.export.rows import question_id_for
 from annotation.importing.limits import JsonInputError, bounded_lines, json_loads, line_too_long
 from annotation.splits import split_key
 from judging.errors import DatasetFileError
@@ -21,11 +22,6 @@ from judging.metrics import MODEL_A, MODEL_B, SPLIT_ORDER, ScoreInput
 
 REQUIRED = ("prompt_id", "split", "criterion", "preference")
 OPTIONAL = ("question_id",)
-
-
-def question_id_for(prompt_id: str, criterion: str) -> str:
-    """The row id the exports use when a file has none."""
-    return f"{prompt_id}__{criterion}"
 
 
 def _text(value: Any, *, line: int, field: str) -> str:

@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from aggregation.bootstrap import resample_counts
+
 MODEL_A = "model_a"
 MODEL_B = "model_b"
 INVALID_LABEL = "invalid"
@@ -256,9 +258,7 @@ def _bootstrap_totals(stats: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     out = np.empty((n_boot, stats.shape[1]), dtype=np.float64)
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
-        draws = rng.integers(0, n_prompts, size=(b, n_prompts))
-        draws += (np.arange(b) * n_prompts)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=b * n_prompts).reshape(b, n_prompts)
+        weights = resample_counts(rng, n_prompts, b)
         out[start : start + b] = weights.astype(np.float64) @ stats
     return out
 

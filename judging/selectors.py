@@ -13,7 +13,9 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from aggregation.models import DatasetRow, DatasetVersion
-from annotation.models import Criterion, Project, Split
+from aggregation.selectors_export import versions_ready
+from annotation.models import Criterion, Project
+from annotation.splits import split_label
 
 from .metrics import SPLIT_ORDER, criteria_in_order
 from .models import JudgeRun, Scorecard
@@ -29,18 +31,7 @@ DEFAULT_SORT = "-pacc"
 
 def version_get(*, project: Project, number: int) -> DatasetVersion:
     """The project's ready version by number (404 if missing or not ready)."""
-    qs = DatasetVersion.objects.select_related("project").filter(
-        project=project, status=DatasetVersion.Status.READY
-    )
-    return get_object_or_404(qs, number=number)
-
-
-def versions_ready(*, project: Project) -> list[DatasetVersion]:
-    return list(
-        DatasetVersion.objects.filter(project=project, status=DatasetVersion.Status.READY).order_by(
-            "-number"
-        )
-    )
+    return get_object_or_404(versions_ready(project=project), number=number)
 
 
 def version_splits(*, version: DatasetVersion) -> list[str]:
@@ -49,10 +40,6 @@ def version_splits(*, version: DatasetVersion) -> list[str]:
         DatasetRow.objects.filter(version=version).values_list("split", flat=True).distinct()
     )
     return [s for s in SPLIT_ORDER if s in present] + sorted(present - set(SPLIT_ORDER))
-
-
-def split_label(split: str) -> str:
-    return dict(Split.choices).get(split, split)
 
 
 def _short_name(name: str) -> str:

@@ -9,11 +9,10 @@ lead's). Every endpoint only shows ready versions.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -23,8 +22,9 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotation.api_auth import READ_SCOPES, token_scopes
 from annotation.models import ApiToken, Project
-from core.http import RangeNotSatisfiable, byte_range, stream_range
+from core.http import range_response
 
 from .. import selectors_export as selectors
 from ..models import DatasetFile, DatasetVersion
@@ -39,7 +39,6 @@ from .serializers import (
     VersionOutSerializer,
 )
 
-READ_SCOPES = {"read", "predictions"}
 CONTENT_TYPES = {
     DatasetFile.Kind.JSONL: "application/x-ndjson",
     DatasetFile.Kind.JSONL_ZIP: "application/zip",
@@ -72,8 +71,7 @@ class CanReadDatasets(permissions.BasePermission):
         if not (request.user and request.user.is_authenticated):
             return False
         if isinstance(request.auth, ApiToken):
-            scopes = {s for s in re.split(r"[\s,]+", request.auth.scope or "") if s}
-            return bool(scopes & READ_SCOPES)
+            return bool(token_scopes(request.auth) & READ_SCOPES)
         return True
 
 
@@ -230,11 +228,7 @@ def _etag_matches(header: str, etag: str) -> bool:
 @renderer_classes([renderers.JSONRenderer, AnyMediaRenderer])
 def version_file(request: Request, slug: str, number: int, kind: str) -> HttpResponse:
     version = _version(request, slug, number)
-    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
-        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
-    record = selectors.version_file(version=version, kind=kind)
-    if record is None:
-        raise Http404(f"Version {number} has no {kind!r} file.")
+    record = selectors.version_file_for(user=request.user, version=version, kind=kind)
     return file_response(request, record)
 
 
@@ -257,28 +251,17 @@ def file_response(request: Any, record: DatasetFile) -> HttpResponse:
     if_range = request.headers.get("If-Range")
     if if_range and if_range.strip() != etag:
         range_header = None  # the client's copy is stale: send the whole file
-    try:
-        wanted = byte_range(range_header, size)
-    except RangeNotSatisfiable as exc:
-        response = HttpResponse(str(exc), status=416, content_type="text/plain")
-        response["Content-Range"] = f"bytes */{size}"
+    response = range_response(
+        method=request.method or "GET",
+        range_header=range_header,
+        size=size,
+        open_file=lambda: record.file.storage.open(record.file.name, "rb"),
+    )
+    if response.status_code == 416:
         response["Accept-Ranges"] = "bytes"
         return response
-    first, last = wanted if wanted is not None else (0, size - 1)
-    length = max(0, last - first + 1)
-    status = 206 if wanted is not None else 200
-    if request.method == "HEAD":
-        response = HttpResponse(status=status)
-    else:
-        response = StreamingHttpResponse(
-            stream_range(record.file.storage.open(record.file.name, "rb"), first, length),
-            status=status,
-        )
     response["Content-Type"] = CONTENT_TYPES.get(record.kind, "application/octet-stream")
-    response["Content-Length"] = str(length)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
-    if status == 206:
-        response["Content-Range"] = f"bytes {first}-{last}/{size}"
     for key, value in headers.items():
         response[key] = value
     return response

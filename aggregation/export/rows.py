@@ -34,6 +34,7 @@ _EXT = re.compile(r"^[a-z0-9]{1,8}$")
 
 
 def question_id_for(prompt_id: str, criterion: str) -> str:
+    """The row id of a (prompt, criterion): ``<prompt_id>__<criterion>``."""
     return f"{prompt_id}__{criterion}"
 
 

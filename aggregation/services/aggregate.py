@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Slot, Split, Vote
 from annotation.services.jobs import job_create, job_enqueue
+from annotation.splits import split_label
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
@@ -207,17 +208,7 @@ def _write_labels(
             sample__project=project, sample__split=split, sample__is_seed=False
         )
         .annotate(vote_ids_text=Cast("vote_ids", TextField()))
-        .values_list(
-            "id",
-            "sample_id",
-            "criterion_id",
-            "outcome",
-            "preference",
-            "votes_a",
-            "votes_b",
-            "votes_tie",
-            "vote_ids_text",
-        )
+        .values_list("id", *_COLUMNS[:-3], "vote_ids_text")
     )
     stale: list[int] = []
     changed: list[tuple[int, tuple[int, int], tuple]] = []
@@ -354,7 +345,7 @@ def project_aggregate(
     with _project_lock(project):
         for s in splits:
             criteria = criteria_by_split[s]
-            label = Split(s).label
+            label = split_label(s)
             votes = _load_votes(_formal_votes(project, s, criteria), progress, done, total, label)
             done += len(votes["id"])
             progress(done, total, f"{label}: labels and agreement")
@@ -387,7 +378,7 @@ def project_aggregate(
             }
     progress(total, total, "done")
     parts = [
-        f"{Split(s).label}: {r['kept']:,} of {r['labels']:,} labels kept, "
+        f"{split_label(s)}: {r['kept']:,} of {r['labels']:,} labels kept, "
         f"{r['samples_kept']:,} of {r['samples']:,} samples"
         for s, r in out["splits"].items()
     ]
@@ -401,7 +392,7 @@ def aggregation_start(*, project: Project, split: str | None = None, created_by:
 
     if split is not None and split not in Split.values:
         raise ValueError(f"unknown split {split!r}")
-    scope = Split(split).label if split else "all splits"
+    scope = split_label(split) if split else "all splits"
     with transaction.atomic():
         job = job_create(
             kind=Job.Kind.AGGREGATE,

@@ -174,22 +174,16 @@ def benchmark_import(
 
 def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any, images: str = ""):
     """Keep the uploaded files and queue the job that imports them as the benchmark version."""
-    from django.core.files.storage import default_storage
-
-    from annotation.media import upload_storage_name
+    from annotation.importing.uploads import upload_keep
     from annotation.models import Job
     from annotation.services.jobs import job_create, job_enqueue
 
     from ..tasks_benchmark import benchmark_import_task
 
-    names = [Path(getattr(f, "name", "") or "rows.parquet").name for f in files]
     # One random folder per file: unguessable, and same-named shards cannot collide.
-    paths = [
-        default_storage.save(
-            upload_storage_name(f"imports/{project.slug}", name, "rows.parquet"), upload
-        )
-        for name, upload in zip(names, files, strict=True)
-    ]
+    kept = [upload_keep(project=project, upload=f, default="rows.parquet") for f in files]
+    names = [name for name, _ in kept]
+    paths = [path for _, path in kept]
     with transaction.atomic():
         job = job_create(
             kind=Job.Kind.IMPORT,

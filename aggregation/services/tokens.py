@@ -8,17 +8,25 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.api_auth import TOKEN_PREFIX_LENGTH, generate_key, hash_key
+from annotation.api_auth import (
+    PREDICTIONS_SCOPE,
+    READ_SCOPE,
+    TOKEN_PREFIX_LENGTH,
+    generate_key,
+    hash_key,
+)
 from annotation.models import ApiToken
 from annotation.permissions import is_lead
 
-# "read": the dataset API (projects, versions, rows, files). "predictions": also submits judge
-# predictions. Neither writes anything else.
-SCOPES = {"read": "Read datasets", "predictions": "Read datasets and submit predictions"}
+# The scopes a lead may give a token (see annotation.api_auth), with their names on the page.
+SCOPES = {
+    READ_SCOPE: "Read datasets",
+    PREDICTIONS_SCOPE: "Read datasets and submit predictions",
+}
 
 
 @transaction.atomic
-def token_create(*, user: Any, name: str, by: Any, scope: str = "read") -> tuple[ApiToken, str]:
+def token_create(*, user: Any, name: str, by: Any, scope: str = READ_SCOPE) -> tuple[ApiToken, str]:
     """Create a token for ``user``; returns it and its key, which is stored only as a hash."""
     if not is_lead(by):
         raise PermissionDenied("Only the project lead creates API tokens.")

@@ -15,7 +15,7 @@ from annotation.permissions import lead_required
 from annotation.services.jobs import JobQueueUnavailable
 from annotation.views.jobs import queue_unavailable
 
-from ..models import DatasetVersion
+from ..selectors_export import versions_ready
 from ..services.benchmark import benchmark_upload_enqueue
 
 MAX_FILES = 20
@@ -70,11 +70,7 @@ class BenchmarkUploadForm(forms.Form):
 
 
 def _context(project: Project, form: BenchmarkUploadForm, job: Job | None) -> dict:
-    versions = DatasetVersion.objects.filter(
-        project=project,
-        status=DatasetVersion.Status.READY,
-        manifest__labels__provenance="published",
-    ).order_by("-number")
+    versions = versions_ready(project=project).filter(manifest__labels__provenance="published")
     return {"project": project, "form": form, "job": job, "versions": versions}
 
 

@@ -10,10 +10,10 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from annotation.forms import refusal
-from annotation.models import Split
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
 from annotation.services.jobs import JobQueueUnavailable
+from annotation.splits import split_label
 from annotation.views.jobs import queue_unavailable
 
 from ..forms import AggregationStartForm
@@ -38,7 +38,7 @@ def aggregation_start(request: HttpRequest, slug: str) -> HttpResponse:
     if request.htmx:
         context = {"project": project, "last_job": job}
         response = render(request, "aggregation/_aggregate_panel.html#aggregate-job", context)
-        scope = Split(split).label if split else "all splits"
+        scope = split_label(split) if split else "all splits"
         return trigger_client_event(response, "toast", {"value": f"Aggregation started ({scope})"})
     try:
         return redirect(reverse("dashboard", args=[project.slug]))

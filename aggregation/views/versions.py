@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -23,7 +22,6 @@ from annotation.views.jobs import queue_unavailable
 from .. import selectors_export as selectors
 from ..api.views import file_response
 from ..forms import VersionBuildForm
-from ..models import DatasetVersion
 from ..services.versions import version_build_start
 
 PREVIEW_ROWS = 20
@@ -115,12 +113,6 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
 @require_GET
 def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> HttpResponse:
     project = _get_project(slug)
-    version = get_object_or_404(
-        DatasetVersion, project=project, number=number, status=DatasetVersion.Status.READY
-    )
-    if not selectors.version_file_readable(user=request.user, version=version, kind=kind):
-        raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
-    record = selectors.version_file(version=version, kind=kind)
-    if record is None:
-        raise Http404(f"Version {number} has no {kind!r} file.")
+    version = get_object_or_404(selectors.versions_ready(project=project), number=number)
+    record = selectors.version_file_for(user=request.user, version=version, kind=kind)
     return file_response(request, record)

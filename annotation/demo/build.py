@@ -13,6 +13,7 @@ import random
 import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
+from .. import tiecap
 from ..importing.service import ImportReport, samples_import
 from ..models import LEAD_GROUP, Criterion, Project, ProjectMember, Sample, Slot, Vote
 from ..services.projects import member_add, project_get_or_create, roles_ensure
@@ -155,19 +157,17 @@ def _rationale(rng: random.Random, key: str, choice: str) -> str:
     return rng.choice(RATIONALES[key]).format(w=f"Response {choice}", l=f"Response {loser}")
 
 
-def _cap_ties(votes: list[Vote], truths: dict[int, str], cap: float) -> None:
-    """Turn ties back into the careful answer until each annotator is strictly under the cap."""
-    by_user: dict[int, list[Vote]] = {}
+def _cap_ties(votes: list[Vote], truths: dict[int, str], cap: Decimal) -> None:
+    """Replay the votes in order; each tie the service would refuse becomes the careful answer."""
+    counts: dict[int, tuple[int, int]] = {}
     for vote in votes:
-        by_user.setdefault(vote.annotator_id, []).append(vote)
-    for user_votes in by_user.values():
-        ties = [v for v in user_votes if v.choice == "tie"]
-        while ties and len(ties) >= cap * len(user_votes):
-            vote = ties.pop()
+        n, t = counts.get(vote.annotator_id, (0, 0))
+        if vote.choice == "tie" and not tiecap.new_tie_allowed(ties=t, votes=n, cap=cap):
             vote.choice = truths[id(vote)]
             vote.rationale = RATIONALES[vote.criterion.key][0].format(
                 w=f"Response {vote.choice}", l="the other response"
             )
+        counts[vote.annotator_id] = (n + 1, t + (vote.choice == "tie"))
 
 
 def _simulate(project: Project, samples: list[DemoSample], lead: User, annotators: list[User]):
@@ -237,7 +237,7 @@ def _simulate(project: Project, samples: list[DemoSample], lead: User, annotator
             keys = criteria[sample.split] if done else criteria[sample.split][:PARTIAL_CRITERIA]
             for criterion in keys:
                 vote(sample, criterion, user, Vote.FORMAL_ROUND, TIE_RATE)
-    _cap_ties(votes[formal_votes_from:], truths, float(project.tie_cap))
+    _cap_ties(votes[formal_votes_from:], truths, project.tie_cap)
     Slot.objects.bulk_update(
         [s for s in slots.values() if s.annotator_id is not None],
         ["annotator", "claimed_at", "lease_expires_at", "completed_at"],

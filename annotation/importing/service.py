@@ -31,6 +31,7 @@ from .. import curation
 from ..default_criteria import DEFAULT_CRITERIA
 from ..images import ImageRejected, image_inspect, image_process, sample_image_attach
 from ..models import Criterion, Project, ReferenceLabel, Sample, Slot, Vote
+from ..services.assignment import slots_create
 from ..services.projects import project_get_or_create
 from .candidates import Candidate
 from .errors import ImportRejected, Problem, ProblemList
@@ -428,13 +429,9 @@ def _write(
         if not creating:
             return
         Sample.objects.bulk_create([sample for sample, _ in creating], batch_size=BATCH)
-        slots = [
-            Slot(sample=sample, index=index)
-            for sample, record in creating
-            if with_slots and not record.is_seed
-            for index in range(1, k + 1)
-        ]
-        Slot.objects.bulk_create(slots, batch_size=2000)
+        if with_slots:
+            formal = [sample.pk for sample, record in creating if not record.is_seed]
+            report.slots += slots_create(sample_ids=formal, k=k, fresh=True)
         labels = [
             ReferenceLabel(
                 sample=sample,
@@ -446,7 +443,6 @@ def _write(
             for key, preference in record.references.items()
         ]
         ReferenceLabel.objects.bulk_create(labels, batch_size=2000)
-        report.slots += len(slots)
         report.reference_labels += len(labels)
         creating.clear()
 
@@ -550,14 +546,7 @@ def _update_one(
     _attach(sample, image, stored, created_files)
     sample.save()
     if was_seed and not sample.is_seed:
-        existing = set(Slot.objects.filter(sample=sample).values_list("index", flat=True))
-        new = [
-            Slot(sample=sample, index=i)
-            for i in range(1, project.annotators_per_sample + 1)
-            if i not in existing
-        ]
-        Slot.objects.bulk_create(new)
-        report.slots += len(new)
+        report.slots += slots_create(sample_ids=[sample.pk], k=project.annotators_per_sample)
     elif sample.is_seed and not was_seed:
         # Validation made sure no slot of this sample is claimed.
         Slot.objects.filter(sample=sample, annotator__isnull=True).delete()

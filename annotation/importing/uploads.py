@@ -21,6 +21,15 @@ logger = logging.getLogger(__name__)
 UPLOAD_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".zip")
 
 
+def upload_keep(*, project: Project, upload: Any, default: str) -> tuple[str, str]:
+    """Store an upload in a fresh random folder of the project's imports: (its name, the path)."""
+    name = Path(getattr(upload, "name", "") or default).name
+    path = default_storage.save(
+        upload_storage_name(f"imports/{project.slug}", name, default), upload
+    )
+    return name, path
+
+
 def import_upload_enqueue(
     *,
     project: Project,
@@ -36,10 +45,7 @@ def import_upload_enqueue(
     problem = upload_size_problem(file)
     if problem:
         raise ValueError(problem)
-    filename = Path(getattr(file, "name", "") or "upload.jsonl").name
-    path = default_storage.save(
-        upload_storage_name(f"imports/{project.slug}", filename, "upload.jsonl"), file
-    )
+    filename, path = upload_keep(project=project, upload=file, default="upload.jsonl")
     with transaction.atomic():
         job = job_create(
             kind=Job.Kind.IMPORT,

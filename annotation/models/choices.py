@@ -2,10 +2,12 @@
 
 from django.db import models
 
+from .. import splits
+
 
 class Split(models.TextChoices):
-    OPEN_ENDED = "open_ended", "Open-ended"
-    REASONING = "reasoning", "Reasoning"
+    OPEN_ENDED = splits.OPEN_ENDED, splits.LABELS[splits.OPEN_ENDED]
+    REASONING = splits.REASONING, splits.LABELS[splits.REASONING]
 
 
 class Choice(models.TextChoices):

@@ -12,6 +12,7 @@ even from two tabs at once; that IntegrityError just moves the claim on to the n
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,6 +66,26 @@ def formal_samples(project: Project) -> QuerySet[Sample]:
     return Sample.objects.filter(project=project, is_seed=False, status=SampleStatus.ACTIVE)
 
 
+def slots_create(*, sample_ids: Sequence[int], k: int, fresh: bool = False) -> int:
+    """Create the missing slots (indices 1..k) of the given formal samples; returns how many.
+
+    ``fresh``: the samples were just created and have no slot yet, so none is looked up.
+    """
+    if not sample_ids:
+        return 0
+    have: set[tuple[int, int]] = set()
+    if not fresh:
+        have = set(Slot.objects.filter(sample_id__in=sample_ids).values_list("sample_id", "index"))
+    rows = [
+        Slot(sample_id=sample_id, index=index)
+        for sample_id in sample_ids
+        for index in range(1, k + 1)
+        if (sample_id, index) not in have
+    ]
+    Slot.objects.bulk_create(rows, ignore_conflicts=not fresh, batch_size=2000)
+    return len(rows)
+
+
 @transaction.atomic
 def slots_ensure(*, project: Project) -> int:
     """Create the missing Slot rows (indices 1..k) of every formal sample; returns how many."""
@@ -79,15 +100,7 @@ def slots_ensure(*, project: Project) -> int:
     chunk: list[int] = []
 
     def flush() -> int:
-        have = set(Slot.objects.filter(sample_id__in=chunk).values_list("sample_id", "index"))
-        rows = [
-            Slot(sample_id=sample_id, index=index)
-            for sample_id in chunk
-            for index in range(1, k + 1)
-            if (sample_id, index) not in have
-        ]
-        Slot.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
-        return len(rows)
+        return slots_create(sample_ids=chunk, k=k)
 
     for sample_id in short.iterator(chunk_size=2000):
         chunk.append(sample_id)

@@ -44,6 +44,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import tiecap
+from ..ab import SHOWN_CHOICES, shown_to_canonical
 from ..importing.limits import RATIONALE_MAX_CHARS, text_problem
 from ..models import (
     Choice,
@@ -57,10 +58,8 @@ from ..models import (
     VoteRevision,
 )
 from .assignment import count_of
-from .work_common import formal_votes, project_criteria, seed_swapped, shown_to_canonical
+from .work_common import formal_votes, project_criteria, seed_swapped
 from .work_types import VoteRejected
-
-SHOWN_CHOICES = (Choice.A, Choice.B, Choice.TIE)
 
 
 def _formal_counts(project: Project, annotator: Any) -> tuple[int, int]:

@@ -108,10 +108,3 @@ def seed_swapped(project: Project, user_id: int, sample_id: int) -> bool:
         return False
     digest = hashlib.blake2s(f"{project.pk}:{user_id}:{sample_id}".encode()).digest()
     return bool(digest[0] & 1)
-
-
-def shown_to_canonical(shown: str, swapped: bool) -> str:
-    """Map the side the annotator clicked ("A" = left) to canonical A/B."""
-    if swapped and shown in (Choice.A, Choice.B):
-        return Choice.B if shown == Choice.A else Choice.A
-    return shown

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from ..models.choices import Split
 from ..rendering import render_markdown
+from ..splits import split_label
 
 register = template.Library()
 
@@ -26,13 +26,7 @@ def percent(part: int | float | None, whole: int | float | None) -> int:
     return max(0, min(100, round(100 * part / whole)))
 
 
-_SPLIT_LABELS = dict(Split.choices)
-
-
-@register.filter
-def split_label(value: str | None) -> str:
-    """Human name of a split key ("open_ended" -> "Open-ended"); unknown keys pass through."""
-    return _SPLIT_LABELS.get(value or "", value or "")
+register.filter("split_label", split_label)
 
 
 @register.filter

@@ -17,23 +17,17 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from ..ab import SHOWN_CHOICES, canonical_to_shown, shown_texts
 from ..forms import ItemForm, ProblemReportForm, VoteForm, form_errors, refusal
-from ..models import Choice, ProblemReport, Project
+from ..models import ProblemReport, Project
 from ..services import work
-from ..services.voting import SHOWN_CHOICES, vote_lock_message
+from ..services.voting import vote_lock_message
 
 TEMPLATE = "annotation/label.html"
 
 
 def _project(slug: str) -> Project:
     return get_object_or_404(Project, slug=slug)
-
-
-def _shown(choice: str, swapped: bool) -> str:
-    """Map a stored canonical choice to the side the annotator saw it on."""
-    if swapped and choice in (Choice.A, Choice.B):
-        return Choice.B if choice == Choice.A else Choice.A
-    return choice
 
 
 def _item_context(
@@ -46,16 +40,17 @@ def _item_context(
 ) -> dict[str, Any]:
     sample = item.sample
     if choice is None and item.vote is not None:
-        choice = _shown(item.vote.choice, item.swapped)
+        choice = canonical_to_shown(item.vote.choice, item.swapped)
     if rationale is None:
         rationale = item.vote.rationale if item.vote is not None else ""
+    left_text, right_text = shown_texts(sample.response_a, sample.response_b, item.swapped)
     return {
         "project": project,
         "item": item,
         "sample": sample,
         "criterion": item.criterion,
-        "left_text": sample.response_b if item.swapped else sample.response_a,
-        "right_text": sample.response_a if item.swapped else sample.response_b,
+        "left_text": left_text,
+        "right_text": right_text,
         "choice": choice or "",
         "rationale": rationale,
         "errors": errors or {},

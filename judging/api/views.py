@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from aggregation.models import DatasetVersion
+from annotation.api_auth import PREDICTIONS_SCOPE, token_scopes
 from annotation.models import ApiToken
 from annotation.permissions import is_lead
 from annotation.selectors import project_get
@@ -36,19 +36,12 @@ from .serializers import (
     UploadResultSerializer,
 )
 
-PREDICTIONS_SCOPE = "predictions"
-
 
 def _version(request: Request, slug: str, number: int) -> DatasetVersion:
     project = project_get(slug=slug)
     if not project_visible(request.user, project):
         raise PermissionDenied("You are not a member of this project.")
     return selectors.version_get(project=project, number=number)
-
-
-def token_scopes(token: ApiToken) -> set[str]:
-    """A token's scopes (the field may list several, separated by spaces or commas)."""
-    return {s for s in re.split(r"[\s,]+", token.scope or "") if s}
 
 
 def _check_may_submit(request: Request) -> None:

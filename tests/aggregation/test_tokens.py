@@ -83,3 +83,24 @@ def test_services_check_the_role(lead, annotator):
     annotator.save()
     with pytest.raises(ValidationError):
         token_create(user=annotator, name="n2", by=lead)
+
+
+@pytest.mark.parametrize(
+    ("scope", "parsed"),
+    [
+        ("read", {"read"}),
+        ("read predictions", {"read", "predictions"}),
+        (" read,predictions ,", {"read", "predictions"}),
+        ("", set()),
+    ],
+)
+def test_token_scopes_are_parsed_in_one_place(scope, parsed):
+    """The dataset API and the predictions API read a token's scopes with one function."""
+    import aggregation.api.views
+    import judging.api.views
+    from aggregation.services.tokens import SCOPES
+    from annotation.api_auth import READ_SCOPES, token_scopes
+
+    assert token_scopes(ApiToken(scope=scope)) == parsed
+    assert aggregation.api.views.token_scopes is judging.api.views.token_scopes is token_scopes
+    assert set(SCOPES) == READ_SCOPES

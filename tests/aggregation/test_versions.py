@@ -200,3 +200,18 @@ def test_lead_downloads_a_file_with_ranges(client, project, lead, data):
         whole = fh.read()
     assert response.status_code == 206 and b"".join(response.streaming_content) == whole[:10]
     assert b"".join(client.get(url).streaming_content) == whole
+
+
+def test_ready_versions_have_one_selector(project):
+    """Building and failed versions are never listed nor found by number, on any page."""
+    from django.http import Http404
+
+    from aggregation.selectors_export import versions_ready
+    from judging.selectors import version_get
+
+    for number, status in enumerate(["ready", "building", "failed", "ready"], start=1):
+        DatasetVersion.objects.create(project=project, number=number, status=status)
+    assert [v.number for v in versions_ready(project=project)] == [4, 1]
+    assert version_get(project=project, number=4).number == 4
+    with pytest.raises(Http404):
+        version_get(project=project, number=2)

@@ -301,3 +301,17 @@ def test_shuffle_ab_stores_the_order_per_slot_and_maps_back(project, crew):
         seconds=2,
     )
     assert vote.choice == "B" and vote.shown_swapped is True
+
+
+def test_slots_create_adds_only_the_missing_indices(project):
+    """The one slot-creating service tops a sample up to indices 1..k and never doubles one."""
+    from annotation.services.assignment import slots_create
+
+    first, second = make_formal(project, 2, prefix="sc")
+    Slot.objects.filter(sample=first, index=2).delete()
+    Slot.objects.filter(sample=second).delete()
+    k = project.annotators_per_sample
+    assert slots_create(sample_ids=[first.pk, second.pk], k=k) == 1 + k
+    assert slots_create(sample_ids=[first.pk, second.pk], k=k) == 0
+    indices = Slot.objects.filter(sample__in=[first, second]).values_list("sample", "index")
+    assert sorted(indices) == sorted((s.pk, i) for s in (first, second) for i in range(1, k + 1))

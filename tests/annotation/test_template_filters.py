@@ -16,3 +16,13 @@ def test_truncate_math_keeps_short_text_and_never_cuts_a_formula() -> None:
     assert truncate_math("Given $x$ find $\\frac{x}{y}$ now", 20) == "Given $x$ find…"
     assert truncate_math("a  b\n c", 90) == "a b c"
     assert truncate_math("price is 5\\$ and more words here", 12) == "price is 5\\…"
+
+
+def test_split_names_have_one_home() -> None:
+    """The model choices, the template filter and the scoring pages name splits from one dict."""
+    from annotation import splits
+    from annotation.models import Split
+    from judging import selectors
+
+    assert dict(Split.choices) == splits.LABELS
+    assert split_label is splits.split_label is selectors.split_label

@@ -192,3 +192,13 @@ def test_no_float_edge_errors():
     assert not tiecap.within_cap(ties=7, votes=70, cap="0.1")
     with pytest.raises(ValueError):
         tiecap.cap_fraction("1.5")
+
+
+def test_share_of_cap_and_at_cap_are_exact_where_floats_are_not():
+    """0.3 * 10 is 3.0000000000000004 in floats: 3 ties of 10 votes are at a 30% cap, exactly."""
+    assert tiecap.at_cap(ties=3, votes=10, cap=Decimal("0.3"))
+    assert tiecap.share_of_cap(ties=3, votes=10, cap=Decimal("0.3")) == 1.0
+    assert not tiecap.at_cap(ties=2, votes=10, cap=Decimal("0.3"))
+    assert not tiecap.at_cap(ties=0, votes=0, cap=Decimal("0.1"))
+    assert tiecap.share_of_cap(ties=0, votes=0, cap=Decimal("0.1")) is None
+    assert tiecap.share_of_cap(ties=0, votes=5, cap=Decimal("0")) is None

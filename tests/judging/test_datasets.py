@@ -9,6 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import judging.datasets
+from aggregation.export.rows import question_id_for
 from aggregation.models import DatasetVersion
 from judging.datasets import load_rows_file, resolve_dataset, rows_from_version
 from judging.errors import DatasetFileError
@@ -53,6 +55,12 @@ def test_question_id_defaults_to_prompt_and_criterion(tmp_path):
     del record["question_id"]
     rows = load_rows_file(write_jsonl(tmp_path / "d.jsonl", [record, row("p1", "completeness")]))
     assert rows.question_id.tolist() == ["p1__clarity", "p1__completeness"]
+
+
+def test_scoring_and_export_share_one_row_id():
+    """The id a scored file defaults to is the one the export writes, from one function."""
+    assert judging.datasets.question_id_for is question_id_for
+    assert question_id_for("p1", "clarity") == "p1__clarity"
 
 
 def test_parquet_with_embedded_images(tmp_path):

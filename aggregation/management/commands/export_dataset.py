@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from aggregation.models import DatasetVersion
+from aggregation.selectors_export import versions_ready
 from aggregation.services.versions import version_build
 from annotation.models import Project
 
@@ -87,9 +87,7 @@ class Command(BaseCommand):
         else:
             if opts["votes"] or opts["seeds"]:
                 raise CommandError("--votes and --seeds only apply when building a new version")
-            version = DatasetVersion.objects.filter(
-                project=project, number=opts["version"], status=DatasetVersion.Status.READY
-            ).first()
+            version = versions_ready(project=project).filter(number=opts["version"]).first()
             if version is None:
                 raise CommandError(f"{project.slug} has no ready version {opts['version']}")
         for record in version.files.order_by("kind"):
