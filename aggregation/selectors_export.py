@@ -45,10 +45,6 @@ def projects_readable(*, user: Any) -> QuerySet[Project]:
     ).order_by("name")
 
 
-def project_readable(*, user: Any, project: Project) -> bool:
-    return is_lead(user) or project.members.filter(user=user, is_active=True).exists()
-
-
 def version_lead_only_kinds(*, version: DatasetVersion) -> frozenset[str]:
     """The file kinds of ``version`` that name annotators (votes, rationales or pseudonyms)."""
     if version.include_votes:

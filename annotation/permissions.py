@@ -10,8 +10,9 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 
-from .models import ANNOTATOR_GROUP, LEAD_GROUP
+from .models import ANNOTATOR_GROUP, LEAD_GROUP, Project, ProjectMember
 
 
 def _in_group(user: Any, name: str) -> bool:
@@ -30,6 +31,25 @@ def is_lead(user: Any) -> bool:
 
 def is_annotator(user: Any) -> bool:
     return _in_group(user, ANNOTATOR_GROUP)
+
+
+def may_read_project(user: Any, project_id: int) -> bool:
+    """Leads read every project; anyone else the projects they are an active member of."""
+    return (
+        is_lead(user)
+        or ProjectMember.objects.filter(project_id=project_id, user=user, is_active=True).exists()
+    )
+
+
+def get_project_for_user(user: Any, slug: str) -> Project:
+    """The project ``slug`` if ``user`` may read it; 404 if there is none, 403 otherwise.
+
+    The one check of "who may read this project" for pages, API views and media.
+    """
+    project = get_object_or_404(Project, slug=slug)
+    if not may_read_project(user, project.pk):
+        raise PermissionDenied("You are not a member of this project.")
+    return project
 
 
 def lead_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -60,7 +80,7 @@ def media_file(user: Any, path: str) -> Path | None:
     from aggregation.models import DatasetVersion
 
     from .media import media_path_normalise, media_resolve
-    from .models import Project, ProjectMember
+    from .models import Project
 
     if not getattr(user, "is_authenticated", False):
         return None
@@ -73,12 +93,7 @@ def media_file(user: Any, path: str) -> Path | None:
         project_id = _canonical_int(parts[1])
         if project_id is None or not Project.objects.filter(pk=project_id).exists():
             return None
-        allowed = (
-            is_lead(user)
-            or ProjectMember.objects.filter(
-                project_id=project_id, user=user, is_active=True
-            ).exists()
-        )
+        allowed = may_read_project(user, project_id)
     elif head == "versions" and len(parts) == 4:
         project_id = _canonical_int(parts[1])
         allowed = (

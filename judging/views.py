@@ -7,7 +7,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -16,9 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from aggregation.models import DatasetVersion
 from annotation.forms import JobParamForm
-from annotation.models import Job, Project
-from annotation.permissions import is_lead, lead_required
-from annotation.selectors import project_get
+from annotation.models import Job
+from annotation.permissions import get_project_for_user, is_lead, lead_required
 from annotation.services.jobs import JobQueueUnavailable
 from annotation.views.jobs import queue_unavailable
 
@@ -29,15 +27,8 @@ from .models import JudgeRun
 from .selectors import Cell, Column
 
 
-def project_visible(user: Any, project: Project) -> bool:
-    """Leads see every project; annotators the projects they are active members of."""
-    return is_lead(user) or project.members.filter(user=user, is_active=True).exists()
-
-
 def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> DatasetVersion:
-    project = project_get(slug=slug)
-    if not project_visible(request.user, project):
-        raise PermissionDenied("You are not a member of this project.")
+    project = get_project_for_user(request.user, slug)
     return selectors.version_get(project=project, number=number)
 
 

@@ -1,7 +1,7 @@
 """The dataset API: projects, versions, manifests, rows and file downloads (read-only).
 
 Authentication: an API token (``Authorization: Token <key>``) or a browser session. Who reads
-which project is :func:`aggregation.selectors_export.project_readable`; which rows and files of
+which project is :func:`annotation.permissions.get_project_for_user`; which rows and files of
 a version, :func:`~aggregation.selectors_export.version_rows_readable` and
 :func:`~aggregation.selectors_export.version_file_readable` (whatever names annotators is the
 lead's). Every endpoint only shows ready versions.
@@ -24,6 +24,7 @@ from rest_framework.response import Response
 
 from annotation.api_auth import READ_SCOPES, token_scopes
 from annotation.models import ApiToken, Project
+from annotation.permissions import get_project_for_user
 from core.http import range_response
 
 from .. import selectors_export as selectors
@@ -93,10 +94,7 @@ class AnyMediaRenderer(renderers.BaseRenderer):
 
 
 def _project(request: Request, slug: str) -> Project:
-    project = get_object_or_404(Project, slug=slug)
-    if not selectors.project_readable(user=request.user, project=project):
-        raise PermissionDenied("You may not read this project's datasets.")
-    return project
+    return get_project_for_user(request.user, slug)
 
 
 def _version(request: Request, slug: str, number: int) -> DatasetVersion:

@@ -1,14 +1,13 @@
 """The home page and the project overview."""
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from .. import selectors
 from ..models import Criterion, Split
-from ..permissions import is_lead
+from ..permissions import get_project_for_user, is_lead
 
 
 @login_required
@@ -24,10 +23,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    project = selectors.project_get(slug=slug)
+    project = get_project_for_user(request.user, slug)
     lead = is_lead(request.user)
-    if not lead and not project.members.filter(user=request.user, is_active=True).exists():
-        raise PermissionDenied("You are not a member of this project.")
     criteria = Criterion.objects.filter(project=project).order_by("split", "order")
     by_split = {label: [c for c in criteria if c.split == value] for value, label in Split.choices}
     return render(

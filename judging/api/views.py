@@ -21,12 +21,10 @@ from rest_framework.response import Response
 from aggregation.models import DatasetVersion
 from annotation.api_auth import PREDICTIONS_SCOPE, token_scopes
 from annotation.models import ApiToken
-from annotation.permissions import is_lead
-from annotation.selectors import project_get
+from annotation.permissions import get_project_for_user, is_lead
 
 from .. import selectors, services
 from ..models import JudgeRun, Scorecard
-from ..views import project_visible
 from .parsers import BoundedJSONParser
 from .serializers import (
     PredictionsSubmitSerializer,
@@ -38,9 +36,7 @@ from .serializers import (
 
 
 def _version(request: Request, slug: str, number: int) -> DatasetVersion:
-    project = project_get(slug=slug)
-    if not project_visible(request.user, project):
-        raise PermissionDenied("You are not a member of this project.")
+    project = get_project_for_user(request.user, slug)
     return selectors.version_get(project=project, number=number)
 
 
