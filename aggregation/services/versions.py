@@ -94,6 +94,8 @@ def _stray_files_remove(version: DatasetVersion) -> None:
     try:
         names = storage.listdir(folder)[1] if storage.exists(folder) else []
     except (OSError, NotImplementedError):
+        # A storage that cannot list folders raises NotImplementedError (Django's Storage
+        # contract); its stray files are then left, as a failed write would leave them.
         return
     for name in names:
         path = f"{folder}/{name}"

@@ -85,6 +85,7 @@ def upload_discard(path: str) -> None:
 
 def upload_folder_discard(path: str) -> None:
     """Remove the random folder an upload was stored in, once it is empty."""
-    # Not empty, already gone, or a storage without local folders: leave it.
+    # Not empty or already gone (OSError), or a remote storage, whose ``path()`` raises
+    # NotImplementedError by Django's Storage contract (it has no folders to remove): leave it.
     with contextlib.suppress(OSError, NotImplementedError):
         Path(default_storage.path(path)).parent.rmdir()

@@ -26,8 +26,8 @@ ZIP_READ_ERRORS = (
     zlib.error,
     EOFError,
     OSError,
-    RuntimeError,
-    NotImplementedError,
+    RuntimeError,  # an encrypted member
+    NotImplementedError,  # zipfile's answer to a compression method it does not support
     ValueError,
 )
 
