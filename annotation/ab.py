@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from .models.choices import Choice
 
+#: A stored choice as the published files spell it (``model_a``/``model_b``; a tie stays ``tie``).
+CHOICE_NAMES = {Choice.A.value: "model_a", Choice.B.value: "model_b", Choice.TIE.value: "tie"}
+
 SHOWN_CHOICES: tuple[str, ...] = (Choice.A, Choice.B, Choice.TIE)
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .ab import CHOICE_NAMES
 from .models import Project, ProjectMember
-
-CHOICE_NAMES = {"A": "model_a", "B": "model_b", "tie": "tie"}
 
 
 def pseudonym(position: int) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.pseudonyms import CHOICE_NAMES, Pseudonyms  # noqa: F401  (re-exported)
+from annotation.ab import CHOICE_NAMES
 
 # Field order of the Parquet schema; JSONL lines are written with sorted keys.
 ROW_FIELDS: tuple[str, ...] = (
@@ -27,7 +27,8 @@ ROW_FIELDS: tuple[str, ...] = (
 VOTES_FIELD = "votes"
 IMAGES_DIR = "images"
 
-PREFERENCE_NAMES = {"A": "model_a", "B": "model_b"}
+# A kept label prefers a side: a tie is never a preference.
+PREFERENCE_NAMES = {key: name for key, name in CHOICE_NAMES.items() if name != "tie"}
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _EXT = re.compile(r"^[a-z0-9]{1,8}$")

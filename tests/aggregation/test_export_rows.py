@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from aggregation.export.rows import ROW_FIELDS, Pseudonyms, image_relpath, preference_name
+from aggregation.export.rows import ROW_FIELDS, image_relpath, preference_name
 from aggregation.models import ReviewDecision
 from aggregation.services.versions import version_build
+from annotation.pseudonyms import Pseudonyms
 
 
 def rows_of(version):
