@@ -6,8 +6,10 @@ class AggregationConfig(AppConfig):
     verbose_name = "Aggregation, review and export"
 
     def ready(self) -> None:
-        """Fail the versions of a job abandoned for good (see services.jobs.job_abandoned)."""
-        from annotation.services.jobs import job_abandoned
+        """Register the media rule; fail the versions of a job abandoned for good."""
+        from core.jobs import job_abandoned
+
+        from . import media_rules  # noqa: F401  (registers who reads versions/)
 
         job_abandoned.connect(_job_abandoned, dispatch_uid="aggregation.version_build_abandoned")
 

@@ -6,7 +6,8 @@ import hmac
 from django.conf import settings
 from django.db import models
 
-from annotation.models import Choice, Criterion, Job, Project, Sample, Split
+from annotation.models import Choice, Criterion, Project, Sample, Split
+from core.models import Job
 
 
 class Outcome(models.TextChoices):
@@ -127,7 +128,7 @@ class SampleReview(models.Model):
 def version_file_path(instance: "DatasetFile", filename: str) -> str:
     """``versions/<project id>/v<n>-<key>/<filename>``, the key derived from SECRET_KEY.
 
-    Under /media/ these are the lead's (``annotation.permissions.media_file``); the key keeps
+    Under /media/ these are the lead's (``core.permissions.media_file``); the key keeps
     the folder unguessable besides, so a leaked media path names no other version.
     """
     version = instance.version

@@ -21,8 +21,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 
-from annotation.models import Job, Project
-from annotation.permissions import is_lead
+from annotation.models import Project
+from core.models import Job
+from core.permissions import is_lead
 
 from .models import DatasetFile, DatasetRow, DatasetVersion
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from celery import shared_task
 
-from annotation.models import Job, Project
-from annotation.services.jobs import ProgressReporter, job_execute
+from annotation.models import Project
+from core.jobs import ProgressReporter, job_execute
+from core.models import Job
 
 from .services.aggregate import project_aggregate
 

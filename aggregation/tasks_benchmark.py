@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 
 from annotation.importing.errors import ImportRejected
-from annotation.models import Job
-from annotation.services.jobs import job_execute
+from core.jobs import job_execute
+from core.models import Job
 
 from .services.benchmark import benchmark_import
 

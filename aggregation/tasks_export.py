@@ -7,8 +7,8 @@ from typing import Any
 from celery import shared_task
 from django.contrib.auth import get_user_model
 
-from annotation.models import Job
-from annotation.services.jobs import job_execute
+from core.jobs import job_execute
+from core.models import Job
 
 from .services.versions import version_build
 

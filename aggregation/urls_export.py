@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import benchmark, tokens, versions
+from .views import benchmark, versions
 
 urlpatterns = [
     path("projects/<slug:slug>/versions/", versions.versions, name="versions"),
@@ -20,6 +20,4 @@ urlpatterns = [
         benchmark.benchmark_import_page,
         name="benchmark-import",
     ),
-    path("tokens/", tokens.tokens, name="tokens"),
-    path("tokens/<int:pk>/revoke/", tokens.token_revoke_view, name="token-revoke"),
 ]

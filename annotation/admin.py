@@ -23,4 +23,3 @@ class SampleAdmin(admin.ModelAdmin):
 
 
 admin.site.register(models.ProjectMember)
-admin.site.register(models.Job)

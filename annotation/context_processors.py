@@ -1,6 +1,6 @@
 from django.http import HttpRequest
 
-from .permissions import is_annotator, is_lead
+from core.permissions import is_annotator, is_lead
 
 
 def roles(request: HttpRequest) -> dict[str, bool]:

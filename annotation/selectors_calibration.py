@@ -15,8 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.permissions import is_lead
+
 from .models import Criterion, Project, ProjectMember, ReferenceLabel, Sample, Vote
-from .permissions import is_lead
 from .pseudonyms import project_pseudonyms, pseudonym_position
 
 YOU = "you"

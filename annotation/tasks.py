@@ -2,4 +2,3 @@
 
 from .tasks_assignment import reclaim_expired_leases  # noqa: F401
 from .tasks_import import import_samples_task  # noqa: F401
-from .tasks_jobs import jobs_sweep_task  # noqa: F401

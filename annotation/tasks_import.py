@@ -8,11 +8,12 @@ from typing import Any
 from celery import shared_task
 from django.core.files.storage import default_storage
 
+from core.jobs import job_execute
+from core.models import Job
+
 from .importing.errors import ImportRejected
 from .importing.service import samples_import
 from .importing.uploads import upload_discard
-from .models import Job
-from .services.jobs import job_execute
 
 logger = logging.getLogger(__name__)
 

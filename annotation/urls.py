@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from .views import core, jobs, project_settings
+from .views import core, project_settings
 
 urlpatterns = [
     path("", core.home, name="home"),
@@ -15,9 +15,6 @@ urlpatterns = [
         project_settings.criterion_edit,
         name="criterion-edit",
     ),
-    path("jobs/<int:job_id>/", jobs.job_status, name="job-status"),
-    path("jobs/<int:job_id>/cancel/", jobs.job_cancel, name="job-cancel"),
-    path("jobs/<int:job_id>/retry/", jobs.job_retry, name="job-retry"),
     path("", include("annotation.urls_import")),
     path("", include("annotation.urls_members")),
     path("", include("annotation.urls_labeling")),

@@ -197,8 +197,8 @@ def time_copy_out(project) -> float:
 
 def timed_job(project, label: str, floor: float) -> dict:
     from aggregation.tasks_aggregate import aggregate_project
-    from annotation.models import Job
-    from annotation.services.jobs import job_create
+    from core.jobs import job_create
+    from core.models import Job
 
     job = job_create(kind=Job.Kind.AGGREGATE, project=project)
     start = time.perf_counter()

@@ -5,7 +5,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views.decorators.http import require_POST
 
-from annotation.models import Job, ProjectMember
+from annotation.models import ProjectMember
+from core.models import Job
 
 
 @login_required

@@ -74,8 +74,9 @@ def phase_setup(args: argparse.Namespace) -> dict:
     from PIL import Image
 
     call_command("migrate", verbosity=0)
-    from annotation.models import LEAD_GROUP, Criterion
+    from annotation.models import Criterion
     from annotation.services.projects import project_create
+    from core.permissions import LEAD_GROUP
 
     lead = User.objects.create(username="bench-lead")
     lead.groups.add(Group.objects.get_or_create(name=LEAD_GROUP)[0])

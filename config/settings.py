@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "core",
     "annotation",
     "aggregation",
     "judging",
@@ -198,7 +199,7 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 # How allowed media files leave: "django" streams them, "x-accel" / "x-sendfile" hand them to the
-# proxy (an internal location serving MEDIA_ROOT under MEDIA_ACCEL_PREFIX). See annotation.media.
+# proxy (an internal location serving MEDIA_ROOT under MEDIA_ACCEL_PREFIX). See core.media.
 MEDIA_SERVE = os.environ.get("MEDIA_SERVE", "django")
 MEDIA_ACCEL_PREFIX = os.environ.get("MEDIA_ACCEL_PREFIX", "/protected-media/")
 STORAGES = {
@@ -248,7 +249,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
     },
     "jobs-sweep": {
-        "task": "annotation.tasks.jobs_sweep",
+        "task": "core.jobs_sweep",
         "schedule": float(os.environ.get("JOB_SWEEP_SECONDS", "60")),
     },
 }
@@ -266,7 +267,7 @@ JOB_TEST_DELAY_SECONDS = float(os.environ.get("JOB_TEST_DELAY_SECONDS", "0"))
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "annotation.api_auth.ApiTokenAuthentication",
+        "core.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

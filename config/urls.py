@@ -7,8 +7,8 @@ from django.urls import include, path
 from django.views.decorators.http import require_safe
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation.media import media_response
-from annotation.permissions import media_file
+from core.media import media_response
+from core.permissions import media_file
 
 
 @login_required
@@ -22,6 +22,7 @@ def media(request: HttpRequest, path: str) -> HttpResponse:
 
 
 urlpatterns = [
+    path("", include("core.urls")),
     path("", include("annotation.urls")),
     path("", include("aggregation.urls")),
     path("", include("judging.urls")),
@@ -35,7 +36,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    # Sample images and export files are study data: annotation.permissions.media_file decides
+    # Sample images and export files are study data: core.permissions.media_file decides
     # who reads which; MEDIA_SERVE=x-accel or x-sendfile hands the bytes to the proxy.
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media, name="media"),
 ]

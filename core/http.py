@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, Any
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+
+from .jobs import JobQueueUnavailable
 
 STREAM_CHUNK = 64 * 1024
 #: The header carrying a refusal's message to htmx, whose error answers are not swapped in:
@@ -81,4 +83,56 @@ def range_response(
     response["Content-Length"] = str(length)
     if status == 206:
         response["Content-Range"] = f"bytes {first}-{last}/{size}"
+    return response
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    tags = {t.strip().removeprefix("W/") for t in header.split(",")}
+    return "*" in tags or etag in tags
+
+
+def stored_file_response(
+    request: HttpRequest, *, file: Any, size: int, sha256: str, content_type: str
+) -> HttpResponse:
+    """A streamed download of a stored file (a FieldFile), honouring Range, If-Range and
+    If-None-Match; its SHA-256 is the ETag."""
+    etag = f'"{sha256}"'
+    name = file.name.rsplit("/", 1)[-1]
+    headers = {
+        "ETag": etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "private, max-age=0, must-revalidate",
+    }
+    if _etag_matches(request.headers.get("If-None-Match", ""), etag):
+        response = HttpResponse(status=304)
+        for key, value in headers.items():
+            response[key] = value
+        return response
+    range_header = request.headers.get("Range")
+    if_range = request.headers.get("If-Range")
+    if if_range and if_range.strip() != etag:
+        range_header = None  # the client's copy is stale: send the whole file
+    response = range_response(
+        method=request.method or "GET",
+        range_header=range_header,
+        size=size,
+        open_file=lambda: file.storage.open(file.name, "rb"),
+    )
+    if response.status_code == 416:
+        response["Accept-Ranges"] = "bytes"
+        return response
+    response["Content-Type"] = content_type
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    for key, value in headers.items():
+        response[key] = value
+    return response
+
+
+def queue_unavailable(request: HttpRequest, response: HttpResponse | None = None) -> HttpResponse:
+    """A 503 saying the job queue is down: ``response`` (a page with the message) or plain text."""
+    message = str(JobQueueUnavailable())
+    if response is None:
+        response = HttpResponse(message, content_type="text/plain; charset=utf-8")
+    response.status_code = 503
+    response[MESSAGE_HEADER] = message
     return response

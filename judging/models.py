@@ -4,7 +4,8 @@ from django.conf import settings
 from django.db import models
 
 from aggregation.models import DatasetVersion
-from annotation.models import Job, Split
+from annotation.models import Split
+from core.models import Job
 
 
 class JudgeRun(models.Model):

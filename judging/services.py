@@ -22,8 +22,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from aggregation.models import DatasetVersion
-from annotation.models import Job
-from annotation.services.jobs import job_create, job_enqueue
+from core.jobs import job_create, job_enqueue
+from core.models import Job
 
 from .datasets import rows_from_version
 from .errors import InputFileError

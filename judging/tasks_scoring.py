@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 
 from aggregation.models import DatasetVersion
-from annotation.models import Job
-from annotation.services.jobs import JobLeaseLost, ProgressReporter, job_execute
+from core.jobs import JobLeaseLost, ProgressReporter, job_execute
+from core.models import Job
 
 from .services import UploadRejected, judge_run_upload
 

@@ -15,10 +15,10 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from aggregation.models import DatasetVersion
 from annotation.forms import JobParamForm
-from annotation.models import Job
-from annotation.permissions import get_project_for_user, is_lead, lead_required
-from annotation.services.jobs import JobQueueUnavailable
-from annotation.views.jobs import queue_unavailable
+from core.http import queue_unavailable
+from core.jobs import JobQueueUnavailable
+from core.models import Job
+from core.permissions import get_project_for_user, is_lead, lead_required
 
 from . import selectors, services
 from .charts import Bar, bar_chart_svg

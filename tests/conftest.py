@@ -6,9 +6,10 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
 
-from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Project, Sample
+from annotation.models import Project, Sample
 from annotation.services.projects import member_add, project_create
 from config import celery_app
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 
 # The real-worker fixture (``celery_worker``) for the tests marked ``celery_worker``.
 pytest_plugins = ["tests.celery_worker"]

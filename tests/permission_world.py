@@ -13,16 +13,14 @@ from django.utils import timezone
 
 from aggregation.models import DatasetFile, DatasetVersion
 from annotation.models import (
-    ANNOTATOR_GROUP,
-    LEAD_GROUP,
-    ApiToken,
-    Job,
     Project,
     ProjectMember,
     Slot,
 )
-from annotation.services.jobs import job_create
 from annotation.services.projects import member_add, project_create
+from core.jobs import job_create
+from core.models import ApiToken, Job
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 from judging import services as judging_services
 from judging.models import JudgeRun
 from tests.annotation.work_data import make_formal

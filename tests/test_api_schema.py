@@ -21,8 +21,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from annotation.models import ApiToken
 from annotation.services.projects import member_add
+from core.models import ApiToken
 from judging import services
 from tests.conftest import make_user
 from tests.judging.web_data import make_token, make_version, predictions_upload

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from annotation.models import Job
-from annotation.services.jobs import job_create, job_execute
+from core.jobs import job_create, job_execute
+from core.models import Job
 
 
 def test_job_execute_records_success_and_duration(db):

@@ -10,8 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Job, Sample
-from annotation.services.jobs import _claim, job_cancel, job_create, job_execute, jobs_sweep
+from annotation.models import Sample
+from core.jobs import _claim, job_cancel, job_create, job_execute, jobs_sweep
+from core.models import Job
 from tests.conftest import make_sample
 
 

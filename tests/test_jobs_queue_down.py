@@ -18,8 +18,8 @@ import redis
 from django.conf import settings
 from django.urls import reverse
 
-from annotation.models import Job
 from config import celery_app
+from core.models import Job
 from tests.annotation.import_data import sample_line
 from tests.annotation.test_import_upload import zip_upload
 from tests.celery_worker import wait_for

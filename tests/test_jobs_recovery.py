@@ -16,9 +16,10 @@ from django.urls import reverse
 from aggregation.models import CriterionLabel, DatasetVersion
 from aggregation.services.aggregate import aggregation_start, project_aggregate
 from aggregation.services.versions import version_build, version_build_start
-from annotation.models import Job, Sample
-from annotation.services.jobs import job_create, jobs_sweep
+from annotation.models import Sample
 from annotation.services.projects import project_create
+from core.jobs import job_create, jobs_sweep
+from core.models import Job
 from judging.models import Scorecard
 from judging.services import predictions_upload_enqueue
 from tests.aggregation.export_data import small_dataset

@@ -15,10 +15,10 @@ from django.http import Http404
 from django.test import Client, RequestFactory
 
 from annotation.importing.uploads import import_upload_enqueue
-from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Project
-from annotation.permissions import media_file
+from annotation.models import Project
 from annotation.services.projects import member_add, project_create
 from config.urls import media
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP, media_file
 from tests.conftest import make_user
 
 SECRET = b"SECRET-BYTES-of-project-Q-do-not-leak"
@@ -358,7 +358,7 @@ def test_benchmark_upload_names_are_unguessable(world, lead):
 
 
 def test_safe_names():
-    from annotation.media import upload_safe_name
+    from core.media import upload_safe_name
 
     assert upload_safe_name("../../etc/passwd") == "passwd"
     assert upload_safe_name("..\\..\\x.jsonl") == "x.jsonl"

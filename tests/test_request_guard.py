@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Job
+from core.models import Job
 from judging.models import JudgeRun
 from tests.judging.web_data import make_token, make_version, prediction_lines
 

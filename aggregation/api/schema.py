@@ -27,7 +27,7 @@ _METHODS = {"get", "head", "post", "put", "patch", "delete", "options"}
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "annotation.api_auth.ApiTokenAuthentication"
+    target_class = "core.auth.ApiTokenAuthentication"
     name = "apiToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

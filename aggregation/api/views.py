@@ -1,7 +1,7 @@
 """The dataset API: projects, versions, manifests, rows and file downloads (read-only).
 
 Authentication: an API token (``Authorization: Token <key>``) or a browser session. Who reads
-which project is :func:`annotation.permissions.get_project_for_user`; which rows and files of
+which project is :func:`core.permissions.get_project_for_user`; which rows and files of
 a version, :func:`~aggregation.selectors_export.version_rows_readable` and
 :func:`~aggregation.selectors_export.version_file_readable` (whatever names annotators is the
 lead's). Every endpoint only shows ready versions.
@@ -22,12 +22,13 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.api_auth import READ_SCOPES, token_scopes
-from annotation.models import ApiToken, Project
-from annotation.permissions import get_project_for_user
-from core.http import range_response
+from annotation.models import Project
+from core.auth import READ_SCOPES, token_scopes
+from core.models import ApiToken
+from core.permissions import get_project_for_user
 
 from .. import selectors_export as selectors
+from ..http import version_file_response
 from ..models import DatasetFile, DatasetVersion
 from . import schema  # noqa: F401  (registers the token scheme with the OpenAPI generator)
 from .serializers import (
@@ -40,12 +41,6 @@ from .serializers import (
     VersionOutSerializer,
 )
 
-CONTENT_TYPES = {
-    DatasetFile.Kind.JSONL: "application/x-ndjson",
-    DatasetFile.Kind.JSONL_ZIP: "application/zip",
-    DatasetFile.Kind.PARQUET: "application/vnd.apache.parquet",
-    DatasetFile.Kind.MANIFEST: "application/json",
-}
 TAGS = ["datasets"]
 AUTH_ERRORS = {
     401: OpenApiResponse(ErrorOutSerializer, description="No, unknown or revoked token."),
@@ -182,11 +177,6 @@ def version_rows(request: Request, slug: str, number: int) -> Response:
     return paginator.get_paginated_response(RowOutSerializer(page, many=True).data)
 
 
-def _etag_matches(header: str, etag: str) -> bool:
-    tags = {t.strip().removeprefix("W/") for t in header.split(",")}
-    return "*" in tags or etag in tags
-
-
 @extend_schema(
     operation_id="version_file",
     summary="Download one file of a version (streamed; Range and ETag supported)",
@@ -227,39 +217,4 @@ def _etag_matches(header: str, etag: str) -> bool:
 def version_file(request: Request, slug: str, number: int, kind: str) -> HttpResponse:
     version = _version(request, slug, number)
     record = selectors.version_file_for(user=request.user, version=version, kind=kind)
-    return file_response(request, record)
-
-
-def file_response(request: Any, record: DatasetFile) -> HttpResponse:
-    """A streamed response for a stored version file, honouring Range and If-None-Match."""
-    etag = f'"{record.sha256}"'
-    size = record.size
-    name = record.file.name.rsplit("/", 1)[-1]
-    headers = {
-        "ETag": etag,
-        "Accept-Ranges": "bytes",
-        "Cache-Control": "private, max-age=0, must-revalidate",
-    }
-    if _etag_matches(request.headers.get("If-None-Match", ""), etag):
-        response = HttpResponse(status=304)
-        for key, value in headers.items():
-            response[key] = value
-        return response
-    range_header = request.headers.get("Range")
-    if_range = request.headers.get("If-Range")
-    if if_range and if_range.strip() != etag:
-        range_header = None  # the client's copy is stale: send the whole file
-    response = range_response(
-        method=request.method or "GET",
-        range_header=range_header,
-        size=size,
-        open_file=lambda: record.file.storage.open(record.file.name, "rb"),
-    )
-    if response.status_code == 416:
-        response["Accept-Ranges"] = "bytes"
-        return response
-    response["Content-Type"] = CONTENT_TYPES.get(record.kind, "application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    for key, value in headers.items():
-        response[key] = value
-    return response
+    return version_file_response(request, record)

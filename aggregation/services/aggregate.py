@@ -28,9 +28,10 @@ from django.db.models import Exists, OuterRef, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Slot, Split, Vote
-from annotation.services.jobs import job_create, job_enqueue
+from annotation.models import Choice, Criterion, Project, SampleStatus, Slot, Split, Vote
 from annotation.splits import split_label
+from core.jobs import job_create, job_enqueue
+from core.models import Job
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel

@@ -175,8 +175,8 @@ def benchmark_import(
 def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any, images: str = ""):
     """Keep the uploaded files and queue the job that imports them as the benchmark version."""
     from annotation.importing.uploads import upload_keep
-    from annotation.models import Job
-    from annotation.services.jobs import job_create, job_enqueue
+    from core.jobs import job_create, job_enqueue
+    from core.models import Job
 
     from ..tasks_benchmark import benchmark_import_task
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Criterion, Sample
-from annotation.permissions import is_lead
+from core.permissions import is_lead
 
 from ..models import CriterionLabel, Outcome, ReviewDecision, SampleReview
 

@@ -323,8 +323,8 @@ def version_build_start(
     *, project: Project, by: Any, include_votes: bool = False, include_seeds: bool | None = None
 ) -> Any:
     """Create a BUILD_VERSION job and enqueue its task once the transaction commits."""
-    from annotation.models import Job
-    from annotation.services.jobs import job_create, job_enqueue
+    from core.jobs import job_create, job_enqueue
+    from core.models import Job
 
     from ..tasks_export import version_build_task
 

@@ -10,10 +10,11 @@ from django.urls import reverse
 from annotation.forms import JobParamForm
 from annotation.importing.sources import unsafe_path
 from annotation.importing.uploads import UPLOAD_SUFFIXES
-from annotation.models import Job, Project
-from annotation.permissions import lead_required
-from annotation.services.jobs import JobQueueUnavailable
-from annotation.views.jobs import queue_unavailable
+from annotation.models import Project
+from core.http import queue_unavailable
+from core.jobs import JobQueueUnavailable
+from core.models import Job
+from core.permissions import lead_required
 
 from ..selectors_export import versions_ready
 from ..services.benchmark import benchmark_upload_enqueue

@@ -6,9 +6,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from annotation.models import Job
-from annotation.permissions import lead_required
 from annotation.selectors import project_get
+from core.models import Job
+from core.permissions import lead_required
 
 from ..presenters.dashboard import (
     OUTCOME_COLORS,

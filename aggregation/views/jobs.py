@@ -10,11 +10,11 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from annotation.forms import refusal
-from annotation.permissions import lead_required
 from annotation.selectors import project_get
-from annotation.services.jobs import JobQueueUnavailable
 from annotation.splits import split_label
-from annotation.views.jobs import queue_unavailable
+from core.http import queue_unavailable
+from core.jobs import JobQueueUnavailable
+from core.permissions import lead_required
 
 from ..forms import AggregationStartForm
 from ..services.aggregate import aggregation_start as aggregation_start_service

@@ -13,8 +13,8 @@ from django_htmx.http import trigger_client_event
 
 from annotation.forms import refusal
 from annotation.models import Project, Sample
-from annotation.permissions import lead_required
 from annotation.selectors import project_get
+from core.permissions import lead_required
 
 from .. import selectors_review_queue as queue_selectors
 from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm

@@ -15,13 +15,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.forms import refusal
 from annotation.models import Project
-from annotation.permissions import lead_required
-from annotation.services.jobs import JobQueueUnavailable
-from annotation.views.jobs import queue_unavailable
+from core.http import queue_unavailable
+from core.jobs import JobQueueUnavailable
+from core.permissions import lead_required
 
 from .. import selectors_export as selectors
-from ..api.views import file_response
 from ..forms import VersionBuildForm
+from ..http import version_file_response
 from ..services.versions import version_build_start
 
 PREVIEW_ROWS = 20
@@ -66,7 +66,7 @@ def version_build(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("versions", slug=project.slug)
     if request.htmx:
         job.refresh_from_db()  # an eager run (no broker) has already finished it
-        response = render(request, "annotation/job.html#job-card", {"job": job})
+        response = render(request, "core/job.html#job-card", {"job": job})
         response["HX-Trigger"] = "version-build-started"
         return response
     messages.success(request, "The build has started; the new version appears when it is ready.")
@@ -115,4 +115,4 @@ def version_file(request: HttpRequest, slug: str, number: int, kind: str) -> Htt
     project = _get_project(slug)
     version = get_object_or_404(selectors.versions_ready(project=project), number=number)
     record = selectors.version_file_for(user=request.user, version=version, kind=kind)
-    return file_response(request, record)
+    return version_file_response(request, record)

@@ -21,9 +21,11 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
+from core.permissions import LEAD_GROUP
+
 from .. import tiecap
 from ..importing.service import ImportReport, samples_import
-from ..models import LEAD_GROUP, Criterion, Project, ProjectMember, Sample, Slot, Vote
+from ..models import Criterion, Project, ProjectMember, Sample, Slot, Vote
 from ..services.projects import member_add, project_get_or_create, roles_ensure
 from .content import DemoSample, demo_samples
 

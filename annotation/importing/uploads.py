@@ -11,9 +11,11 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from ..media import upload_storage_name
-from ..models import Job, Project
-from ..services.jobs import job_create, job_enqueue
+from core.jobs import job_create, job_enqueue
+from core.media import upload_storage_name
+from core.models import Job
+
+from ..models import Project
 from .limits import size_text
 
 logger = logging.getLogger(__name__)

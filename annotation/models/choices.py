@@ -34,7 +34,3 @@ class RevisionWindow(models.TextChoices):
     UNTIL_AGGREGATION = "until_aggregation", "Until the sample's next aggregation"
     UNTIL_COMPLETE = "until_complete", "Not after completing the sample"
     ALWAYS = "always", "Always"
-
-
-LEAD_GROUP = "lead"
-ANNOTATOR_GROUP = "annotator"

@@ -8,8 +8,10 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
+
 from ..default_criteria import DEFAULT_CRITERIA
-from ..models import ANNOTATOR_GROUP, LEAD_GROUP, Criterion, Project, ProjectMember
+from ..models import Criterion, Project, ProjectMember
 
 
 def roles_ensure() -> tuple[Group, Group]:

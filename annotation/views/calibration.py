@@ -16,9 +16,10 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.permissions import is_lead, lead_required
+
 from ..forms import CalibrationFilterForm, ReferenceForm, form_errors
 from ..models import Choice, Project, ProjectMember, Split
-from ..permissions import is_lead, lead_required
 from ..selectors_calibration import calibration_discussion
 from ..services import work
 

@@ -5,9 +5,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from core.permissions import get_project_for_user, is_lead
+
 from .. import selectors
 from ..models import Criterion, Split
-from ..permissions import get_project_for_user, is_lead
 
 
 @login_required

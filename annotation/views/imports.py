@@ -10,16 +10,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from core.http import queue_unavailable
+from core.jobs import JobQueueUnavailable
+from core.models import Job
+from core.permissions import lead_required
+
 from .. import selectors
 from ..curation import FILTERS
 from ..forms import JobParamForm
 from ..importing.limits import size_text
 from ..importing.sources import unsafe_path
 from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue, upload_size_problem
-from ..models import Job, Project
-from ..permissions import lead_required
-from ..services.jobs import JobQueueUnavailable
-from .jobs import queue_unavailable
+from ..models import Project
 
 RECENT = 10
 FILTER_LABELS = {

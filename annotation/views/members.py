@@ -8,9 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.permissions import lead_required
+
 from ..forms import MemberAddForm, SlotReassignForm, form_errors
 from ..models import Project, ProjectMember, Slot
-from ..permissions import lead_required
 from ..selectors_members import member_rows, users_addable
 from ..services import work
 from ..services.projects import member_add

@@ -8,9 +8,10 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from core.permissions import lead_required
+
 from .. import selectors
 from ..models import Criterion, Project
-from ..permissions import lead_required
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
     criterion_update,

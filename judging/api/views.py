@@ -19,9 +19,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from aggregation.models import DatasetVersion
-from annotation.api_auth import PREDICTIONS_SCOPE, token_scopes
-from annotation.models import ApiToken
-from annotation.permissions import get_project_for_user, is_lead
+from core.auth import PREDICTIONS_SCOPE, token_scopes
+from core.models import ApiToken
+from core.permissions import get_project_for_user, is_lead
 
 from .. import selectors, services
 from ..models import JudgeRun, Scorecard

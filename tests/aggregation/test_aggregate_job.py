@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from aggregation.models import AgreementSnapshot, CriterionLabel
-from annotation.models import Job
+from core.models import Job
 from tests.celery_worker import wait_for
 from tests.conftest import make_sample
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from aggregation.models import CriterionLabel
-from annotation.models import Job
+from core.models import Job
 from tests.conftest import make_sample
 
 from .votes import cast_all, criteria_of

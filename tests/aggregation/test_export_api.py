@@ -5,10 +5,10 @@ import hashlib
 import pytest
 from django.test import Client
 
-from aggregation.services.tokens import token_create, token_revoke
 from aggregation.services.versions import version_build
-from annotation.models import ANNOTATOR_GROUP
 from annotation.services.projects import member_add, project_create
+from core.permissions import ANNOTATOR_GROUP
+from core.tokens import token_create, token_revoke
 from tests.aggregation.export_data import small_dataset
 from tests.conftest import make_user
 

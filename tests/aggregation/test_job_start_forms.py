@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import Job
+from core.models import Job
 
 pytestmark = pytest.mark.django_db
 

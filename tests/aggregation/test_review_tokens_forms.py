@@ -9,8 +9,9 @@ from django.urls import reverse
 
 from aggregation.models import ReviewDecision, SampleReview
 from annotation.importing.limits import NOTE_MAX_CHARS
-from annotation.models import ApiToken, Criterion
+from annotation.models import Criterion
 from annotation.services.projects import member_add, project_create
+from core.models import ApiToken
 from tests.conftest import make_user
 
 from .test_review import decide_url

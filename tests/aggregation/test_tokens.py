@@ -3,9 +3,9 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from aggregation.services.tokens import token_create, token_revoke
-from annotation.api_auth import hash_key
-from annotation.models import ApiToken
+from core.auth import hash_key
+from core.models import ApiToken
+from core.tokens import token_create, token_revoke
 
 
 def test_page_is_for_the_lead_only(client, lead, annotator, outsider):
@@ -98,8 +98,8 @@ def test_token_scopes_are_parsed_in_one_place(scope, parsed):
     """The dataset API and the predictions API read a token's scopes with one function."""
     import aggregation.api.views
     import judging.api.views
-    from aggregation.services.tokens import SCOPES
-    from annotation.api_auth import READ_SCOPES, token_scopes
+    from core.auth import READ_SCOPES, token_scopes
+    from core.tokens import SCOPES
 
     assert token_scopes(ApiToken(scope=scope)) == parsed
     assert aggregation.api.views.token_scopes is judging.api.views.token_scopes is token_scopes

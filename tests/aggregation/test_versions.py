@@ -7,8 +7,9 @@ from django.db import DatabaseError, connection, transaction
 
 from aggregation.models import CriterionLabel, DatasetFile, DatasetRow, DatasetVersion
 from aggregation.services.versions import version_build, version_build_start
-from annotation.models import Job, Vote
+from annotation.models import Vote
 from annotation.services.projects import project_create
+from core.models import Job
 from tests.aggregation.export_data import (
     criteria,
     label_with_votes,

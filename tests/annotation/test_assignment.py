@@ -10,7 +10,6 @@ from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import (
-    ANNOTATOR_GROUP,
     Criterion,
     ProblemReport,
     ProjectMember,
@@ -21,6 +20,7 @@ from annotation.models import (
 from annotation.services import work
 from annotation.services.projects import member_add
 from annotation.tasks import reclaim_expired_leases
+from core.permissions import ANNOTATOR_GROUP
 from tests.conftest import make_user
 
 from .work_data import GOOD, calibrate, held, make_formal, vote_next

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import ANNOTATOR_GROUP, Criterion, ProjectMember, Vote
+from annotation.models import Criterion, ProjectMember, Vote
 from annotation.pseudonyms import project_pseudonyms
 from annotation.services.projects import member_add
+from core.permissions import ANNOTATOR_GROUP
 from tests.conftest import make_sample, make_user
 
 pytestmark = pytest.mark.django_db

@@ -20,8 +20,9 @@ from annotation.demo.build import (
     demo_summary,
 )
 from annotation.demo.content import demo_samples
-from annotation.models import Job, Project, ReferenceLabel, Sample, Slot, Vote
-from annotation.permissions import is_annotator, is_lead
+from annotation.models import Project, ReferenceLabel, Sample, Slot, Vote
+from core.models import Job
+from core.permissions import is_annotator, is_lead
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,8 @@ from django.urls import reverse
 
 from annotation.importing.errors import ImportRejected
 from annotation.importing.service import samples_import
-from annotation.models import Job, PairType, ReferenceLabel, Sample, Slot
+from annotation.models import PairType, ReferenceLabel, Sample, Slot
+from core.models import Job
 from tests.published_data import published_rows, write_flat_jsonl, write_parquet
 
 pytestmark = pytest.mark.django_db

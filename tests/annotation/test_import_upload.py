@@ -8,7 +8,8 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from annotation.models import Job, Sample
+from annotation.models import Sample
+from core.models import Job
 from tests.celery_worker import wait_for
 
 from .import_data import png_bytes, sample_line

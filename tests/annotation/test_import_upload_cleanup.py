@@ -9,7 +9,8 @@ import pytest
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
-from annotation.models import Job, Sample
+from annotation.models import Sample
+from core.models import Job
 from tests.celery_worker import wait_for
 
 from .import_data import png_bytes, sample_line

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from annotation.models import ANNOTATOR_GROUP, Choice, Criterion, Slot, Vote, VoteRevision
+from annotation.models import Choice, Criterion, Slot, Vote, VoteRevision
 from annotation.services import work
 from annotation.services.projects import member_add
+from core.permissions import ANNOTATOR_GROUP
 from tests.conftest import make_user
 
 from .work_data import GOOD, calibrate, make_formal, vote_next

@@ -18,8 +18,9 @@ from aggregation.models import (
     ReviewDecision,
     SampleReview,
 )
-from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Criterion, Vote
+from annotation.models import Criterion, Vote
 from annotation.services.projects import member_add, project_create
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 from judging.models import Scorecard
 from tests.conftest import make_sample, make_user
 from tests.e2e.conftest import login, screenshot

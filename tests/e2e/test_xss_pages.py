@@ -16,9 +16,10 @@ import pytest
 from django.urls import reverse
 
 from aggregation.services.aggregate import project_aggregate
-from annotation.models import ANNOTATOR_GROUP, LEAD_GROUP, Criterion, ProblemReport, Vote
+from annotation.models import Criterion, ProblemReport, Vote
 from annotation.services import work
 from annotation.services.projects import member_add, project_create
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 from judging.services import judge_run_upload
 from tests.conftest import make_sample, make_user
 from tests.e2e.conftest import login

@@ -7,8 +7,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from aggregation.models import DatasetRow, DatasetVersion
-from annotation.models import Job, Slot
+from annotation.models import Slot
 from annotation.services.projects import project_create
+from core.models import Job
 from tests.celery_worker import wait_for
 from tests.published_data import published_rows, write_parquet
 

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import Job
+from core.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
 from tests.judging.web_data import HAND_PREDICTIONS, A, jsonl, make_token
 

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from annotation.models import Job
+from core.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
 from tests.celery_worker import wait_for
 from tests.judging.web_data import (

@@ -5,8 +5,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.models import Job
 from annotation.services.projects import member_add
+from core.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
 from judging.selectors import leaderboard_rows
 from judging.services import judge_run_upload

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from aggregation.models import DatasetRow, DatasetVersion
-from annotation.api_auth import generate_key, hash_key
-from annotation.models import ApiToken, Project
+from annotation.models import Project
+from core.auth import generate_key, hash_key
+from core.models import ApiToken
 
 A, B = "model_a", "model_b"
 

@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.throttling import SimpleRateThrottle
 
-from aggregation.services.tokens import token_create
-from annotation.models import LEAD_GROUP
+from core.permissions import LEAD_GROUP
+from core.tokens import token_create
 from tests.conftest import make_user
 
 LOGIN = "/accounts/login/"

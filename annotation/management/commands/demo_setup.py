@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand
 from aggregation.models import CriterionLabel
 from aggregation.services.aggregate import project_aggregate
 from annotation.demo.build import demo_build
-from annotation.models import Job
-from annotation.services.jobs import job_create, job_execute
+from core.jobs import job_create, job_execute
+from core.models import Job
 
 
 class Command(BaseCommand):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .services.jobs import jobs_sweep
+from .jobs import jobs_sweep
 
 
-@shared_task(name="annotation.tasks.jobs_sweep")
+@shared_task(name="core.jobs_sweep")
 def jobs_sweep_task() -> dict[str, int]:
     """Re-send jobs whose worker died or whose message was lost; fail those out of attempts."""
     return jobs_sweep()

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_POST
 
 from core.http import MESSAGE_HEADER
 
+from .. import jobs as job_services
 from ..models import Job
 from ..permissions import is_lead, lead_required
-from ..services import jobs as job_services
 
 #: The header app.js shows as a toast when htmx gets an error answer.
 
@@ -25,23 +25,13 @@ def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     if not is_lead(request.user) and job.created_by_id != request.user.pk:
         raise PermissionDenied("Not your job.")
-    template = "annotation/job.html#job-card" if request.htmx else "annotation/job.html"
+    template = "core/job.html#job-card" if request.htmx else "core/job.html"
     return render(request, template, {"job": job})
-
-
-def queue_unavailable(request: HttpRequest, response: HttpResponse | None = None) -> HttpResponse:
-    """A 503 saying the job queue is down: ``response`` (a page with the message) or plain text."""
-    message = str(job_services.JobQueueUnavailable())
-    if response is None:
-        response = HttpResponse(message, content_type="text/plain; charset=utf-8")
-    response.status_code = 503
-    response[MESSAGE_HEADER] = message
-    return response
 
 
 def _answer(request: HttpRequest, job: Job, *, error: str = "", status: int = 200) -> HttpResponse:
     if request.htmx:
-        response = render(request, "annotation/job.html#job-card", {"job": job}, status=status)
+        response = render(request, "core/job.html#job-card", {"job": job}, status=status)
         if error:
             response[MESSAGE_HEADER] = error
         return response

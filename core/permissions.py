@@ -1,4 +1,10 @@
-"""Role checks (Django groups ``lead`` and ``annotator``) and the view decorators built on them."""
+"""Who may do what: roles (Django groups ``lead`` and ``annotator``), project access, media access.
+
+One helper per object decides: :func:`get_project_for_user` for a project (pages, both APIs and
+media), :func:`media_file` for a file under MEDIA_ROOT. ``core`` sits below the apps, so it names
+the project models by app label (as Job's foreign key does) and lets each app register the media
+folders it owns (:func:`media_rule`, called from the app's ``ready``).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,37 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from .models import ANNOTATOR_GROUP, LEAD_GROUP, Project, ProjectMember
+from .media import media_path_normalise, media_resolve
+
+#: The Django groups that carry the two roles.
+LEAD_GROUP = "lead"
+ANNOTATOR_GROUP = "annotator"
+
+#: A media rule: may ``user`` read the file whose normalised path has these ``parts``?
+MediaRule = Callable[[Any, list[str]], bool]
+_MEDIA_RULES: dict[str, MediaRule] = {}
+
+
+def media_rule(folder: str) -> Callable[[MediaRule], MediaRule]:
+    """Register the rule deciding who reads files under the top-level media ``folder``."""
+
+    def register(rule: MediaRule) -> MediaRule:
+        if _MEDIA_RULES.get(folder, rule) is not rule:
+            raise ValueError(f"media folder {folder!r} already has a rule")
+        _MEDIA_RULES[folder] = rule
+        return rule
+
+    return register
+
+
+def _project_models() -> tuple[Any, Any]:
+    return apps.get_model("annotation", "Project"), apps.get_model("annotation", "ProjectMember")
 
 
 def _in_group(user: Any, name: str) -> bool:
@@ -35,17 +66,19 @@ def is_annotator(user: Any) -> bool:
 
 def may_read_project(user: Any, project_id: int) -> bool:
     """Leads read every project; anyone else the projects they are an active member of."""
+    _, ProjectMember = _project_models()
     return (
         is_lead(user)
         or ProjectMember.objects.filter(project_id=project_id, user=user, is_active=True).exists()
     )
 
 
-def get_project_for_user(user: Any, slug: str) -> Project:
+def get_project_for_user(user: Any, slug: str) -> Any:
     """The project ``slug`` if ``user`` may read it; 404 if there is none, 403 otherwise.
 
     The one check of "who may read this project" for pages, API views and media.
     """
+    Project, _ = _project_models()
     project = get_object_or_404(Project, slug=slug)
     if not may_read_project(user, project.pk):
         raise PermissionDenied("You are not a member of this project.")
@@ -69,53 +102,27 @@ def media_file(user: Any, path: str) -> Path | None:
     """The file under MEDIA_ROOT that ``user`` may read at ``path`` (URL-decoded), or None.
 
     The only place that decides who reads media. The path is normalised first (see
-    :func:`annotation.media.media_path_normalise`); its project part is looked up in the
-    database for every known prefix, and any other prefix is refused:
+    :func:`core.media.media_path_normalise`); the rule registered for its first folder decides,
+    and a folder with no rule is refused. The rules (each app's ``media_rules`` module):
 
     * ``samples/<project id>/{original,web}/<file>``: leads and the project's active members;
-    * ``versions/<project id>/<version folder>/<file>``: leads;
     * ``imports/<project slug>/...``: leads;
+    * ``versions/<project id>/<version folder>/<file>``: leads;
     * ``judging/uploads/v<version id>/<file>``: leads.
     """
-    from aggregation.models import DatasetVersion
-
-    from .media import media_path_normalise, media_resolve
-    from .models import Project
-
     if not getattr(user, "is_authenticated", False):
         return None
     clean = media_path_normalise(path)
     if clean is None:
         return None
     parts = clean.split("/")
-    head = parts[0]
-    if head == "samples" and len(parts) == 4 and parts[2] in ("original", "web"):
-        project_id = _canonical_int(parts[1])
-        if project_id is None or not Project.objects.filter(pk=project_id).exists():
-            return None
-        allowed = may_read_project(user, project_id)
-    elif head == "versions" and len(parts) == 4:
-        project_id = _canonical_int(parts[1])
-        allowed = (
-            project_id is not None
-            and Project.objects.filter(pk=project_id).exists()
-            and is_lead(user)
-        )
-    elif head == "imports" and len(parts) >= 3:
-        allowed = Project.objects.filter(slug=parts[1]).exists() and is_lead(user)
-    elif head == "judging" and len(parts) == 4 and parts[1] == "uploads":
-        version_id = _canonical_int(parts[2].removeprefix("v")) if parts[2][:1] == "v" else None
-        allowed = (
-            version_id is not None
-            and DatasetVersion.objects.filter(pk=version_id).exists()
-            and is_lead(user)
-        )
-    else:
-        allowed = False
-    return media_resolve(clean) if allowed else None
+    rule = _MEDIA_RULES.get(parts[0])
+    if rule is None or not rule(user, parts):
+        return None
+    return media_resolve(clean)
 
 
-def _canonical_int(text: str) -> int | None:
+def canonical_int(text: str) -> int | None:
     """``int(text)`` for a plain positive decimal without leading zeros, else None."""
     if not text.isdigit() or not text.isascii() or text.startswith("0"):
         return None

@@ -44,7 +44,7 @@ from django.db.models.sql.constants import ROW_COUNT
 from django.dispatch import Signal
 from django.utils import timezone
 
-from ..models import Job
+from .models import Job
 
 logger = logging.getLogger(__name__)
 

@@ -10,11 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotation.models import ApiToken
-from annotation.permissions import lead_required
-
 from ..forms import TokenForm
-from ..services.tokens import SCOPES, token_create, token_revoke
+from ..models import ApiToken
+from ..permissions import lead_required
+from ..tokens import SCOPES, token_create, token_revoke
 
 
 def _context(**extra: object) -> dict[str, object]:
@@ -30,7 +29,7 @@ def _context(**extra: object) -> dict[str, object]:
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return render(request, "aggregation/tokens.html", _context())
+        return render(request, "core/tokens.html", _context())
     form = TokenForm(request.POST)
     errors: dict[str, list[str]] = dict(form.errors)
     if form.is_valid():
@@ -46,13 +45,13 @@ def tokens(request: HttpRequest) -> HttpResponse:
         else:
             # The key is rendered this once and never stored; a reload shows only its prefix.
             response = render(
-                request, "aggregation/tokens.html", _context(new_token=token, new_key=key)
+                request, "core/tokens.html", _context(new_token=token, new_key=key)
             )
             response["Cache-Control"] = "no-store"
             return response
     return render(
         request,
-        "aggregation/tokens.html",
+        "core/tokens.html",
         # The form comes back as typed.
         _context(errors=errors, form={k: form.data.get(k, "") for k in form.fields}),
         status=400,
@@ -64,6 +63,6 @@ def tokens(request: HttpRequest) -> HttpResponse:
 def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
     token = token_revoke(token=get_object_or_404(ApiToken, pk=pk), by=request.user)
     if request.htmx:
-        return render(request, "aggregation/tokens.html#token-row", {"token": token})
+        return render(request, "core/tokens.html#token-row", {"token": token})
     messages.success(request, f"Token “{token.name}” is revoked.")
     return redirect("tokens")

@@ -1,3 +1,9 @@
+"""Shared plumbing records: background jobs and API tokens.
+
+Both tables keep the names they had when they lived in ``annotation`` (``db_table``), so the move
+to this app changed no data.
+"""
+
 from django.conf import settings
 from django.db import models
 
@@ -35,7 +41,7 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The lease (services.jobs): the running attempt refreshes heartbeat_at; a running job whose
+    # The lease (core.jobs): the running attempt refreshes heartbeat_at; a running job whose
     # heartbeat is older than JOB_LEASE_SECONDS lost its worker and may be claimed again.
     task = models.CharField(max_length=100, blank=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
@@ -45,6 +51,7 @@ class Job(models.Model):
     claimed_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        db_table = "annotation_job"
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["project", "kind", "-created_at"], name="job_recent"),
@@ -88,3 +95,33 @@ class Job(models.Model):
     def can_retry(self) -> bool:
         """A failed or cancelled job with a known task can be queued again."""
         return bool(self.task) and self.status in (self.Status.FAILED, self.Status.CANCELLED)
+
+
+
+class ApiToken(models.Model):
+    """A read-only API key. Only its SHA-256 is stored; the key is shown once at creation."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, help_text="First characters, to recognise a key.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=20, default="read")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "annotation_apitoken"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

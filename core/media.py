@@ -1,7 +1,7 @@
 """Files under MEDIA_ROOT: strict path normalisation, serving (or handing off to the proxy), and
 the unguessable names under which user uploads are stored.
 
-Who may read a path is decided in one place, :func:`annotation.permissions.media_file`; it calls
+Who may read a path is decided in one place, :func:`core.permissions.media_file`; it calls
 :func:`media_path_normalise` first, so that the decision is taken on the path actually served.
 """
 

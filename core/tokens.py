@@ -8,17 +8,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.api_auth import (
+from core.auth import (
     PREDICTIONS_SCOPE,
     READ_SCOPE,
     TOKEN_PREFIX_LENGTH,
     generate_key,
     hash_key,
 )
-from annotation.models import ApiToken
-from annotation.permissions import is_lead
+from core.models import ApiToken
+from core.permissions import is_lead
 
-# The scopes a lead may give a token (see annotation.api_auth), with their names on the page.
+# The scopes a lead may give a token (see core.auth), with their names on the page.
 SCOPES = {
     READ_SCOPE: "Read datasets",
     PREDICTIONS_SCOPE: "Read datasets and submit predictions",

@@ -1,0 +1,33 @@
+import django.db.models.deletion
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('aggregation', '0002_version_immutability_triggers'),
+        ('core', '0001_initial'),
+    ]
+
+    # The tables keep their names (db_table): the move to core changes the migration state only.
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name='agreementsnapshot',
+                    name='job',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.job'),
+                ),
+                migrations.AlterField(
+                    model_name='criterionlabel',
+                    name='job',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.job'),
+                ),
+                migrations.AlterField(
+                    model_name='datasetversion',
+                    name='job',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.job'),
+                ),
+            ],
+        ),
+    ]
