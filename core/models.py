@@ -97,7 +97,6 @@ class Job(models.Model):
         return bool(self.task) and self.status in (self.Status.FAILED, self.Status.CANCELLED)
 
 
-
 class ApiToken(models.Model):
     """A read-only API key. Only its SHA-256 is stored; the key is shown once at creation."""
 

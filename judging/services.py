@@ -17,11 +17,12 @@ from typing import IO, Any
 
 import numpy as np
 from django.core.files.storage import default_storage
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from aggregation.models import DatasetVersion
+from core.db import insert_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 
@@ -262,25 +263,12 @@ def judge_run_upload(
 
 
 def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> None:
-    """Insert (question_id, prediction, raw_output) rows of a run, in the caller's transaction.
-
-    PostgreSQL gets them through COPY, several times faster than INSERTs for a large file;
-    other databases through bulk_create.
-    """
-    if connection.vendor != "postgresql":
-        Prediction.objects.bulk_create(
-            (Prediction(run=run, question_id=q, prediction=p, raw_output=r) for q, p, r in rows),
-            batch_size=_BATCH,
-        )
-        return
-    meta = Prediction._meta
-    columns = ", ".join(
-        meta.get_field(name).column for name in ("run", "question_id", "prediction", "raw_output")
+    """Insert (question_id, prediction, raw_output) rows of a run, in the caller's transaction."""
+    insert_rows(
+        Prediction,
+        ("run_id", "question_id", "prediction", "raw_output"),
+        ((run.pk, qid, label, raw) for qid, label, raw in rows),
     )
-    sql = f"COPY {meta.db_table} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        for qid, label, raw in rows:
-            copy.write_row((run.pk, qid, label, raw))
 
 
 def _run_codes(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:

@@ -17,11 +17,11 @@ pytest_plugins = ["tests.celery_worker"]
 # The SQLite lane (`make test-sqlite`) runs the suite on the embedded default. These tests check
 # what only PostgreSQL does, so they are skipped on SQLite, each with the reason.
 POSTGRES_ONLY = {
-    "tests/test_jobs_lease.py::test_the_heartbeat_keeps_a_silent_job_its_own": (
+    "tests/core/test_jobs_lease.py::test_the_heartbeat_keeps_a_silent_job_its_own": (
         "the heartbeat thread writes through a second connection; SQLite has one writer at a "
         "time, so there the job row is written on the work's connection"
     ),
-    "tests/test_jobs_lease.py::test_a_cancel_stops_the_work_and_rolls_it_back": (
+    "tests/core/test_jobs_lease.py::test_a_cancel_stops_the_work_and_rolls_it_back": (
         "a cancel committed while the work's transaction is open needs row locks: "
         "on SQLite the cancel waits for the work's write lock"
     ),

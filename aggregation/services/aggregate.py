@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from annotation.models import Choice, Criterion, Project, SampleStatus, Slot, Split, Vote
 from annotation.splits import split_label
+from core.db import JsonText, insert_rows, update_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 
@@ -226,17 +227,15 @@ def _write_labels(
     created = [(key, new) for key, new in labels.items() if key not in seen]
     for start in range(0, len(stale), 5000):
         CriterionLabel.objects.filter(pk__in=stale[start : start + 5000]).delete()
-    if connection.vendor == "postgresql":
-        _pg_write(changed, created, job, now)
-    else:
-        CriterionLabel.objects.bulk_update(
-            [_label(key, new, job, now, pk=pk) for pk, key, new in changed],
-            [*_COLUMNS[2:-2], "job", "computed_at"],
-            batch_size=2000,
-        )
-        CriterionLabel.objects.bulk_create(
-            [_label(key, new, job, now) for key, new in created], batch_size=5000
-        )
+    job_id = job.pk if job else None
+    update_rows(
+        CriterionLabel,
+        _COLUMNS[2:],
+        ((pk, _label_values(key, new, job_id, now)[2:]) for pk, key, new in changed),
+    )
+    insert_rows(
+        CriterionLabel, _COLUMNS, (_label_values(key, new, job_id, now) for key, new in created)
+    )
     return {
         "created": len(created),
         "updated": len(changed),
@@ -259,59 +258,10 @@ _COLUMNS = (
 )
 
 
-def _pg_write(changed: list, created: list, job: Job | None, now: Any) -> None:
-    """Write changed and new labels with COPY (Django's bulk_update costs seconds per 1,000)."""
-    table = CriterionLabel._meta.db_table
-    job_id = job.pk if job else None
-
-    def row(key: tuple[int, int], new: tuple) -> list[Any]:
-        outcome, preference, a, b, t, vote_ids = new
-        return [*key, outcome, preference, a, b, t, vote_ids, job_id, now]
-
-    columns = ", ".join(_COLUMNS)
-    with connection.cursor() as cursor:
-        raw = cursor.cursor
-        if changed:
-            raw.execute(
-                "CREATE TEMP TABLE aggregation_label_changes (label_id bigint, "
-                "sample_id bigint, criterion_id bigint, outcome text, preference text, "
-                "votes_a integer, votes_b integer, votes_tie integer, vote_ids jsonb, "
-                "job_id bigint, computed_at timestamptz) ON COMMIT DROP"
-            )
-            with raw.copy(
-                f"COPY aggregation_label_changes (label_id, {columns}) FROM STDIN"
-            ) as copy:
-                for pk, key, new in changed:
-                    copy.write_row([pk, *row(key, new)])
-            assignments = ", ".join(f"{c} = u.{c}" for c in _COLUMNS[2:])
-            raw.execute(
-                f"UPDATE {table} t SET {assignments} "
-                f"FROM aggregation_label_changes u WHERE t.id = u.label_id"
-            )
-            raw.execute("DROP TABLE aggregation_label_changes")
-        if created:
-            with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for key, new in created:
-                    copy.write_row(row(key, new))
-
-
-def _label(
-    key: tuple[int, int], new: tuple, job: Job | None, now: Any, pk: int | None = None
-) -> CriterionLabel:
+def _label_values(key: tuple[int, int], new: tuple, job_id: int | None, now: Any) -> tuple:
+    """A label's values in the order of ``_COLUMNS``."""
     outcome, preference, a, b, t, vote_ids = new
-    return CriterionLabel(
-        pk=pk,
-        sample_id=key[0],
-        criterion_id=key[1],
-        outcome=outcome,
-        preference=preference,
-        votes_a=a,
-        votes_b=b,
-        votes_tie=t,
-        vote_ids=json.loads(vote_ids),
-        job=job,
-        computed_at=now,
-    )
+    return (*key, outcome, preference, a, b, t, JsonText(vote_ids), job_id, now)
 
 
 def project_aggregate(

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from annotation.models import Project
 from annotation.pseudonyms import Pseudonyms
+from core.db import JsonText, insert_rows
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
 from ..export.manifest import (
@@ -165,24 +166,20 @@ _ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
 
 
 def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
-    """Freeze each chunk of rows as DatasetRow records (COPY on PostgreSQL: 10x bulk_create)."""
+    """Freeze each chunk of rows as DatasetRow records; the JSONL line is the row's JSON."""
+    fields = ("version_id", *_ROW_COLUMNS, "data")
 
-    def copy_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
-        columns = ", ".join(("version_id", *_ROW_COLUMNS, "data"))
-        with connection.cursor() as cursor:
-            sql = f"COPY {DatasetRow._meta.db_table} ({columns}) FROM STDIN"
-            with cursor.cursor.copy(sql) as copy:
-                for row, line in zip(rows, lines, strict=True):
-                    data = line[:-1].decode()  # the JSONL line is the row's JSON
-                    copy.write_row((version.pk, *(row[c] for c in _ROW_COLUMNS), data))
-
-    def create_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
-        DatasetRow.objects.bulk_create(
-            DatasetRow(version=version, data=row, **{c: row[c] for c in _ROW_COLUMNS})
-            for row in rows
+    def write_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
+        insert_rows(
+            DatasetRow,
+            fields,
+            (
+                (version.pk, *(row[c] for c in _ROW_COLUMNS), JsonText(line[:-1].decode()))
+                for row, line in zip(rows, lines, strict=True)
+            ),
         )
 
-    return copy_rows if connection.vendor == "postgresql" else create_rows
+    return write_rows
 
 
 def _file_storage() -> Any:

@@ -44,9 +44,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
             errors = exc.message_dict
         else:
             # The key is rendered this once and never stored; a reload shows only its prefix.
-            response = render(
-                request, "core/tokens.html", _context(new_token=token, new_key=key)
-            )
+            response = render(request, "core/tokens.html", _context(new_token=token, new_key=key))
             response["Cache-Control"] = "no-store"
             return response
     return render(

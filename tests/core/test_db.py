@@ -1,0 +1,114 @@
+"""core.db: the one way many rows are written, on PostgreSQL (COPY) and SQLite (bulk)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from aggregation.models import CriterionLabel
+from annotation.models import Sample
+from core.db import JsonText, insert_rows, update_rows
+
+pytestmark = pytest.mark.django_db
+NOW = timezone.now()
+
+FIELDS = (
+    "sample_id",
+    "criterion_id",
+    "outcome",
+    "preference",
+    "votes_a",
+    "votes_b",
+    "votes_tie",
+    "vote_ids",
+    "computed_at",
+)
+STORED = FIELDS[:-1]
+
+
+def _samples(project, n):
+    return [
+        Sample.objects.create(
+            project=project, external_id=f"s{i}", question="q", response_a="a", response_b="b"
+        )
+        for i in range(n)
+    ]
+
+
+def test_insert_rows_writes_every_value_and_both_json_forms(project):
+    samples = _samples(project, 3)
+    criterion = project.criteria.first()
+    rows = [
+        (samples[0].pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [1, 2, 3], NOW),
+        (
+            samples[1].pk,
+            criterion.pk,
+            "kept_majority_tie",
+            "B",
+            0,
+            2,
+            1,
+            JsonText("[4, 5, 6]"),
+            NOW,
+        ),
+        (samples[2].pk, criterion.pk, "dropped_split", "", 1, 1, 1, JsonText("[]"), NOW),
+    ]
+    with transaction.atomic():
+        assert insert_rows(CriterionLabel, FIELDS, iter(rows)) == 3
+    stored = list(CriterionLabel.objects.order_by("sample_id").values_list(*STORED))
+    assert stored == [
+        (samples[0].pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [1, 2, 3]),
+        (samples[1].pk, criterion.pk, "kept_majority_tie", "B", 0, 2, 1, [4, 5, 6]),
+        (samples[2].pk, criterion.pk, "dropped_split", "", 1, 1, 1, []),
+    ]
+
+
+def test_update_rows_changes_only_the_given_rows_and_fields(project):
+    samples = _samples(project, 3)
+    criterion = project.criteria.first()
+    with transaction.atomic():
+        insert_rows(
+            CriterionLabel,
+            FIELDS,
+            [(s.pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [s.pk], NOW) for s in samples],
+        )
+    ids = dict(CriterionLabel.objects.values_list("sample_id", "pk"))
+    with transaction.atomic():
+        written = update_rows(
+            CriterionLabel,
+            ("preference", "votes_a", "votes_b", "vote_ids"),
+            [
+                (ids[samples[0].pk], ("B", 0, 3, JsonText("[7]"))),
+                (ids[samples[2].pk], ("B", 1, 1, [8, 9])),
+            ],
+        )
+    assert written == 2
+    stored = {
+        r[0]: r[1:]
+        for r in CriterionLabel.objects.values_list(
+            "sample_id", "preference", "votes_a", "votes_b", "vote_ids", "outcome"
+        )
+    }
+    assert stored == {
+        samples[0].pk: ("B", 0, 3, [7], "kept_unanimous"),
+        samples[1].pk: ("A", 3, 0, [samples[1].pk], "kept_unanimous"),
+        samples[2].pk: ("B", 1, 1, [8, 9], "kept_unanimous"),
+    }
+
+
+def test_update_rows_with_nothing_to_do_touches_nothing():
+    assert update_rows(CriterionLabel, ("preference",), []) == 0
+
+
+def test_a_failed_insert_leaves_no_rows(project):
+    samples = _samples(project, 2)
+    criterion = project.criteria.first()
+    rows = [
+        (samples[0].pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [], NOW),
+        (samples[1].pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [], NOW),
+        (samples[0].pk, criterion.pk, "kept_unanimous", "B", 3, 0, 0, [], NOW),  # a duplicate
+    ]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows(CriterionLabel, FIELDS, rows)
+    assert CriterionLabel.objects.count() == 0
