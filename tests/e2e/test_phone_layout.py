@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.demo.build import ANNOTATORS, LEAD, PASSWORD, SLUG, demo_build
+from demo.build import ANNOTATORS, LEAD, PASSWORD, SLUG, demo_build
 from tests.e2e.conftest import login, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -21,12 +21,12 @@ from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import tiecap
+from annotation.importing.service import ImportReport, samples_import
+from annotation.models import Criterion, Project, ProjectMember, Sample, Slot, Vote
+from annotation.services.projects import member_add, project_get_or_create, roles_ensure
 from core.permissions import LEAD_GROUP
 
-from .. import tiecap
-from ..importing.service import ImportReport, samples_import
-from ..models import Criterion, Project, ProjectMember, Sample, Slot, Vote
-from ..services.projects import member_add, project_get_or_create, roles_ensure
 from .content import DemoSample, demo_samples
 
 SLUG = "demo"
