@@ -1,7 +1,41 @@
-from django.urls import include, path
+from django.urls import path
+
+from .views import benchmark, dashboard, jobs, review, versions
 
 urlpatterns = [
-    path("", include("aggregation.urls_jobs")),
-    path("", include("aggregation.urls_review")),
-    path("", include("aggregation.urls_export")),
+    path(
+        "projects/<slug:slug>/aggregate/",
+        jobs.aggregation_start,
+        name="aggregation-start",
+    ),
+    path("projects/<slug:slug>/dashboard/", dashboard.dashboard, name="dashboard"),
+    path("projects/<slug:slug>/review/", review.review_queue, name="review-queue"),
+    path("projects/<slug:slug>/review/<int:sample_id>/", review.review_item, name="review-item"),
+    path(
+        "projects/<slug:slug>/review/<int:sample_id>/decide/",
+        review.review_decide,
+        name="review-decide",
+    ),
+    path(
+        "projects/<slug:slug>/review/<int:sample_id>/mark/",
+        review.review_mark,
+        name="review-mark",
+    ),
+    path("projects/<slug:slug>/versions/", versions.versions, name="versions"),
+    path("projects/<slug:slug>/versions/build/", versions.version_build, name="version-build"),
+    path(
+        "projects/<slug:slug>/versions/<int:number>/",
+        versions.version_detail,
+        name="version-detail",
+    ),
+    path(
+        "projects/<slug:slug>/versions/<int:number>/files/<str:kind>",
+        versions.version_file,
+        name="version-file",
+    ),
+    path(
+        "projects/<slug:slug>/benchmark/",
+        benchmark.benchmark_import_page,
+        name="benchmark-import",
+    ),
 ]

@@ -1,10 +1,10 @@
-from django.urls import include, path
+from django.urls import path
 
-from .views import core, project_settings
+from .views import calibration, imports, labeling, members, project_settings, projects
 
 urlpatterns = [
-    path("", core.home, name="home"),
-    path("projects/<slug:slug>/", core.project_detail, name="project-detail"),
+    path("", projects.home, name="home"),
+    path("projects/<slug:slug>/", projects.project_detail, name="project-detail"),
     path(
         "projects/<slug:slug>/settings/",
         project_settings.project_settings,
@@ -15,7 +15,42 @@ urlpatterns = [
         project_settings.criterion_edit,
         name="criterion-edit",
     ),
-    path("", include("annotation.urls_import")),
-    path("", include("annotation.urls_members")),
-    path("", include("annotation.urls_labeling")),
+    path("projects/<slug:slug>/import/", imports.import_upload, name="import-upload"),
+    path("projects/<slug:slug>/import/jobs/<int:job_id>/", imports.import_job, name="import-job"),
+    path("projects/<slug:slug>/members/", members.members, name="members"),
+    path("projects/<slug:slug>/members/add/", members.member_add_view, name="member-add"),
+    path(
+        "projects/<slug:slug>/members/<int:member_id>/remove/",
+        members.member_remove_view,
+        name="member-remove",
+    ),
+    path(
+        "projects/<slug:slug>/slots/<int:slot_id>/reassign/",
+        members.slot_reassign_view,
+        name="slot-reassign",
+    ),
+    path("projects/<slug:slug>/label/", labeling.label, name="label"),
+    path("projects/<slug:slug>/label/back/", labeling.label_back, name="label-back"),
+    path(
+        "projects/<slug:slug>/label/<int:sample_id>/<int:criterion_id>/",
+        labeling.label_item,
+        name="label-item",
+    ),
+    path("projects/<slug:slug>/label/report/", labeling.report_problem, name="report-problem"),
+    path("projects/<slug:slug>/calibration/", calibration.calibration, name="calibration"),
+    path(
+        "projects/<slug:slug>/calibration/members/<int:member_id>/calibrated/",
+        calibration.calibration_mark,
+        name="calibration-mark",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/members/<int:member_id>/round/",
+        calibration.calibration_round,
+        name="calibration-round",
+    ),
+    path(
+        "projects/<slug:slug>/calibration/reference/",
+        calibration.reference_set,
+        name="reference-set",
+    ),
 ]

@@ -196,7 +196,7 @@ def time_copy_out(project) -> float:
 
 
 def timed_job(project, label: str, floor: float) -> dict:
-    from aggregation.tasks_aggregate import aggregate_project
+    from aggregation.tasks import aggregate_project
     from core.jobs import job_create
     from core.models import Job
 

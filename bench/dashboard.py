@@ -33,8 +33,8 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from aggregation.models import CriterionLabel, Outcome  # noqa: E402
-from aggregation.selectors_dashboard import dashboard_figures  # noqa: E402
-from aggregation.selectors_review_queue import (  # noqa: E402
+from aggregation.selectors.dashboard import dashboard_figures  # noqa: E402
+from aggregation.selectors.review_queue import (  # noqa: E402
     QueueFilters,
     review_counts,
     review_neighbours,

@@ -85,8 +85,8 @@ def main() -> None:
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
-        from judging.selectors import leaderboard_rows
-        from judging.services import judge_run_upload, scorecard_compute
+        from judging.selectors.leaderboard import leaderboard_rows
+        from judging.services.scoring import judge_run_upload, scorecard_compute
 
         rng = np.random.default_rng(0)
         t0 = time.perf_counter()

@@ -3,6 +3,6 @@
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("aggregation.api_urls")),
-    path("", include("judging.api_urls")),
+    path("", include("aggregation.api.urls")),
+    path("", include("judging.api.urls")),
 ]

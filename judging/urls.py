@@ -2,19 +2,25 @@
 
 from django.urls import path
 
-from . import views
+from .views import leaderboard
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 
 urlpatterns = [
-    path(f"{_VERSION}leaderboard/", views.leaderboard, name="leaderboard"),
-    path(f"{_VERSION}predictions/upload/", views.predictions_upload, name="predictions-upload"),
+    path(f"{_VERSION}leaderboard/", leaderboard.leaderboard, name="leaderboard"),
+    path(
+        f"{_VERSION}predictions/upload/", leaderboard.predictions_upload, name="predictions-upload"
+    ),
     path(
         f"{_VERSION}predictions/jobs/<int:job_id>/",
-        views.predictions_upload_status,
+        leaderboard.predictions_upload_status,
         name="predictions-upload-status",
     ),
-    path(f"{_VERSION}runs/<int:run_id>/delete/", views.judge_run_delete, name="judge-run-delete"),
+    path(
+        f"{_VERSION}runs/<int:run_id>/delete/",
+        leaderboard.judge_run_delete,
+        name="judge-run-delete",
+    ),
     # Judge names may hold a slash (organisation/model), so the judge is the last segment.
-    path(f"{_VERSION}leaderboard/<path:judge>/", views.scorecard, name="scorecard"),
+    path(f"{_VERSION}leaderboard/<path:judge>/", leaderboard.scorecard, name="scorecard"),
 ]

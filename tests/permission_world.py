@@ -21,8 +21,8 @@ from annotation.services.projects import member_add, project_create
 from core.jobs import job_create
 from core.models import ApiToken, Job
 from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
-from judging import services as judging_services
 from judging.models import JudgeRun
+from judging.services import scoring as judging_services
 from tests.annotation.work_data import make_formal
 from tests.conftest import make_user
 from tests.judging.web_data import make_token, make_version, predictions_upload

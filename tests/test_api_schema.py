@@ -23,7 +23,7 @@ from schemathesis.checks import (
 
 from annotation.services.projects import member_add
 from core.models import ApiToken
-from judging import services
+from judging.services import scoring as services
 from tests.conftest import make_user
 from tests.judging.web_data import make_token, make_version, predictions_upload
 

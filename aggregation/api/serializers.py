@@ -11,9 +11,9 @@ from rest_framework import serializers
 
 from annotation.models import Split
 
-from .. import selectors_export
 from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..models import DatasetFile
+from ..selectors import export as selectors_export
 
 
 def _user(context: dict[str, Any]) -> Any:

@@ -2,8 +2,8 @@
 
 Authentication: an API token (``Authorization: Token <key>``) or a browser session. Who reads
 which project is :func:`core.permissions.get_project_for_user`; which rows and files of
-a version, :func:`~aggregation.selectors_export.version_rows_readable` and
-:func:`~aggregation.selectors_export.version_file_readable` (whatever names annotators is the
+a version, :func:`~aggregation.selectors.export.version_rows_readable` and
+:func:`~aggregation.selectors.export.version_file_readable` (whatever names annotators is the
 lead's). Every endpoint only shows ready versions.
 """
 
@@ -27,9 +27,9 @@ from core.auth import READ_SCOPES, token_scopes
 from core.models import ApiToken
 from core.permissions import get_project_for_user
 
-from .. import selectors_export as selectors
 from ..http import version_file_response
 from ..models import DatasetFile, DatasetVersion
+from ..selectors import export as selectors
 from . import schema  # noqa: F401  (registers the token scheme with the OpenAPI generator)
 from .serializers import (
     ErrorOutSerializer,

@@ -11,10 +11,10 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.db.models import JSONField, Value
 
+from aggregation.selectors.review import exportable_labels
 from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 
-from ..selectors_review import exportable_labels
 from .rows import SampleFields, has_conflict, row_build
 from .writers import JsonlWriter, ParquetRowWriter, file_digest, jsonl_line, zip_write
 

@@ -1,6 +1,6 @@
 """The lead's dashboard as text: statistics with hover text, the κ matrix cells and the charts.
 
-The selectors in :mod:`aggregation.selectors_dashboard` return numbers; this module turns
+The selectors in :mod:`aggregation.selectors.dashboard` return numbers; this module turns
 them into what the template shows, without touching the database.
 """
 
@@ -11,8 +11,9 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from aggregation.selectors.dashboard import STATISTICS, Dashboard
+
 from .. import charts
-from ..selectors_dashboard import STATISTICS, Dashboard
 
 SERIES_COLORS = {"κ (Cohen)": "#1f5fbf", "Fleiss' κ": "#2a9d8f", "α (Krippendorff)": "#e09f3e"}
 SERIES_NAMES = {"cohen": "κ (Cohen)", "fleiss": "Fleiss' κ", "alpha": "α (Krippendorff)"}

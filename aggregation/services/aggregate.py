@@ -339,7 +339,7 @@ def project_aggregate(
 
 def aggregation_start(*, project: Project, split: str | None = None, created_by: Any) -> Job:
     """Create an aggregation Job and enqueue its task once the transaction commits."""
-    from ..tasks_aggregate import aggregate_project
+    from ..tasks import aggregate_project
 
     if split is not None and split not in Split.values:
         raise ValueError(f"unknown split {split!r}")

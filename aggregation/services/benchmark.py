@@ -178,7 +178,7 @@ def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any,
     from core.jobs import job_create, job_enqueue
     from core.models import Job
 
-    from ..tasks_benchmark import benchmark_import_task
+    from ..tasks import benchmark_import_task
 
     # One random folder per file: unguessable, and same-named shards cannot collide.
     kept = [upload_keep(project=project, upload=f, default="rows.parquet") for f in files]

@@ -2,7 +2,7 @@
 
 Decisions are appended, never edited or deleted; the latest decision for a target (a label, or
 a whole sample when ``criterion`` is None) counts, so "restore" is simply a newer keep. What
-survives review is read through :mod:`aggregation.selectors_review`.
+survives review is read through :mod:`aggregation.selectors.review`.
 """
 
 from __future__ import annotations

@@ -323,7 +323,7 @@ def version_build_start(
     from core.jobs import job_create, job_enqueue
     from core.models import Job
 
-    from ..tasks_export import version_build_task
+    from ..tasks import version_build_task
 
     with transaction.atomic():
         job = job_create(

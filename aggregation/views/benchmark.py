@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from aggregation.selectors.export import versions_ready
 from annotation.forms import JobParamForm
 from annotation.importing.sources import unsafe_path
 from annotation.importing.uploads import UPLOAD_SUFFIXES
@@ -16,7 +17,6 @@ from core.jobs import JobQueueUnavailable
 from core.models import Job
 from core.permissions import lead_required
 
-from ..selectors_export import versions_ready
 from ..services.benchmark import benchmark_upload_enqueue
 
 MAX_FILES = 20

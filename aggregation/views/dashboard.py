@@ -6,7 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from annotation.selectors import project_get
+from aggregation.selectors.dashboard import STATISTICS, dashboard_figures
+from annotation.selectors.projects import project_get
 from core.models import Job
 from core.permissions import lead_required
 
@@ -16,7 +17,6 @@ from ..presenters.dashboard import (
     dashboard_charts,
     dashboard_present,
 )
-from ..selectors_dashboard import STATISTICS, dashboard_figures
 
 
 @lead_required

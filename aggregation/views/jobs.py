@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from annotation.forms import refusal
-from annotation.selectors import project_get
+from annotation.selectors.projects import project_get
 from annotation.splits import split_label
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable

@@ -11,15 +11,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
+from aggregation.selectors.review_queue import KIND_CHOICES, QueueFilters
 from annotation.forms import refusal
 from annotation.models import Project, Sample
-from annotation.selectors import project_get
+from annotation.selectors.projects import project_get
 from core.permissions import lead_required
 
-from .. import selectors_review_queue as queue_selectors
 from ..forms import QueuePageForm, QueueStateForm, ReviewDecisionForm, ReviewMarkForm
 from ..models import ReviewDecision
-from ..selectors_review_queue import KIND_CHOICES, QueueFilters
+from ..selectors import review_queue as queue_selectors
 from ..services import review as review_services
 
 ITEM_TEMPLATE = "aggregation/review_item.html"

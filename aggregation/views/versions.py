@@ -1,7 +1,7 @@
 """The lead's dataset versions: list with figures, build form and live job card, files.
 
 Every page here is the lead's; the rows and files still go through the one access rule of
-:mod:`aggregation.selectors_export`, like the API's.
+:mod:`aggregation.selectors.export`, like the API's.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.permissions import lead_required
 
-from .. import selectors_export as selectors
 from ..forms import VersionBuildForm
 from ..http import version_file_response
+from ..selectors import export as selectors
 from ..services.versions import version_build_start
 
 PREVIEW_ROWS = 20

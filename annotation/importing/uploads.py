@@ -42,7 +42,7 @@ def import_upload_enqueue(
     images: str = "",
 ) -> Job:
     """Store the upload under ``imports/<slug>/<random>/`` and queue the task that imports it."""
-    from ..tasks_import import import_samples_task
+    from ..tasks import import_samples_task
 
     problem = upload_size_problem(file)
     if problem:

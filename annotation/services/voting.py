@@ -43,6 +43,8 @@ from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from annotation.selectors.work import formal_votes, project_criteria, seed_swapped
+
 from .. import tiecap
 from ..ab import SHOWN_CHOICES, shown_to_canonical
 from ..importing.limits import RATIONALE_MAX_CHARS, text_problem
@@ -58,7 +60,6 @@ from ..models import (
     VoteRevision,
 )
 from .assignment import count_of
-from .work_common import formal_votes, project_criteria, seed_swapped
 from .work_types import VoteRejected
 
 

@@ -3,8 +3,8 @@
 Phases: until the lead marks the annotator calibrated they label every active seed sample under
 each criterion of its split, in round ``member.calibration_round`` (Vote.round >= 1); after
 that they claim formal samples in batches (``project.batch_size``), served in
-``project.work_order``. This module re-exports the assignment, voting and calibration services
-so callers import one place.
+``project.work_order``. Claims live in ``assignment``, votes in ``voting``, the calibration
+gate in ``calibration``; the counts these read in ``annotation.selectors.work``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,16 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
+
+from annotation.selectors.work import (
+    SPLITS,
+    ProjectCriteria,
+    formal_allowance,
+    formal_total,
+    member_progress,
+    project_criteria,
+    seed_swapped,
+)
 
 from ..models import (
     ProblemReport,
@@ -30,45 +40,9 @@ from .assignment import (
     RELEASED,
     claim_candidates,
     leases_renew,
-    member_remove,
-    slot_reassign,
     slots_claim,
-    slots_ensure,
-    slots_reclaim_expired,
 )
-from .calibration import calibration_mark, calibration_new_round, reference_label_set
-from .voting import tie_allowance, vote_submit
-from .work_common import (
-    SPLITS,
-    ProjectCriteria,
-    formal_allowance,
-    formal_total,
-    member_progress,
-    project_criteria,
-    seed_swapped,
-)
-from .work_types import VoteRejected, WorkItem, WorkState
-
-__all__ = [
-    "VoteRejected",
-    "WorkItem",
-    "WorkState",
-    "calibration_mark",
-    "calibration_new_round",
-    "member_remove",
-    "problem_report",
-    "reference_label_set",
-    "slot_reassign",
-    "slots_claim",
-    "slots_ensure",
-    "slots_reclaim_expired",
-    "tie_allowance",
-    "vote_previous",
-    "vote_submit",
-    "work_item",
-    "work_next",
-    "work_state",
-]
+from .work_types import WorkItem, WorkState
 
 
 def ordered_items(

@@ -3,7 +3,7 @@
 The lead sees every seed item with the reference label and all annotators' votes, and acts on
 each annotator (mark calibrated, another round) and on references. An annotator may read the same
 discussion, without the actions, once they have labeled every seed item of their round; they see
-their peers by pseudonym and their own entries as "you" (annotation.selectors_calibration).
+their peers by pseudonym and their own entries as "you" (annotation.selectors.calibration).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.selectors.calibration import calibration_discussion
+from annotation.services import calibration as calibration_services
 from core.permissions import is_lead, lead_required
 
 from ..forms import CalibrationFilterForm, ReferenceForm, form_errors
 from ..models import Choice, Project, ProjectMember, Split
-from ..selectors_calibration import calibration_discussion
 from ..services import work
 
 # Work modes in which an annotator has finished (at least) the current seed round.
@@ -82,7 +83,7 @@ def calibration_mark(request: HttpRequest, slug: str, member_id: int) -> HttpRes
     member = get_object_or_404(ProjectMember.objects.select_related("user"), pk=member_id)
     if member.project_id != project.pk:
         raise PermissionDenied("This annotator is not in this project.")
-    work.calibration_mark(project=project, member=member, by=request.user)
+    calibration_services.calibration_mark(project=project, member=member, by=request.user)
     messages.success(request, f"{member.user.get_username()} is calibrated: formal work opens.")
     return _back_to_discussion(request, project)
 
@@ -95,7 +96,9 @@ def calibration_round(request: HttpRequest, slug: str, member_id: int) -> HttpRe
     member = get_object_or_404(ProjectMember.objects.select_related("user"), pk=member_id)
     if member.project_id != project.pk:
         raise PermissionDenied("This annotator is not in this project.")
-    member = work.calibration_new_round(project=project, member=member, by=request.user)
+    member = calibration_services.calibration_new_round(
+        project=project, member=member, by=request.user
+    )
     messages.success(
         request,
         f"{member.user.get_username()} starts calibration round {member.calibration_round}.",
@@ -116,7 +119,7 @@ def reference_set(request: HttpRequest, slug: str) -> HttpResponse:
     sample = form.cleaned_data["sample_id"]
     criterion = form.cleaned_data["criterion_id"]
     preference = form.cleaned_data["preference"]
-    work.reference_label_set(
+    calibration_services.reference_label_set(
         sample=sample, criterion=criterion, preference=preference, by=request.user
     )
     messages.success(request, f"Reference for {sample.external_id} · {criterion.name} saved.")

@@ -15,13 +15,13 @@ from core.jobs import JobQueueUnavailable
 from core.models import Job
 from core.permissions import lead_required
 
-from .. import selectors
 from ..curation import FILTERS
 from ..forms import JobParamForm
 from ..importing.limits import size_text
 from ..importing.sources import unsafe_path
 from ..importing.uploads import UPLOAD_SUFFIXES, import_upload_enqueue, upload_size_problem
 from ..models import Project
+from ..selectors import projects as selectors
 
 RECENT = 10
 FILTER_LABELS = {

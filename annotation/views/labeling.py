@@ -17,6 +17,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from annotation.services import voting, work_types
+
 from ..ab import SHOWN_CHOICES, canonical_to_shown, shown_texts
 from ..forms import ItemForm, ProblemReportForm, VoteForm, form_errors, refusal
 from ..models import ProblemReport, Project
@@ -32,7 +34,7 @@ def _project(slug: str) -> Project:
 
 def _item_context(
     project: Project,
-    item: work.WorkItem,
+    item: work_types.WorkItem,
     *,
     choice: str | None = None,
     rationale: str | None = None,
@@ -62,7 +64,7 @@ def _item_context(
     }
 
 
-def _revisit_context(project: Project, item: work.WorkItem) -> dict[str, Any]:
+def _revisit_context(project: Project, item: work_types.WorkItem) -> dict[str, Any]:
     """An item opened again (Back): says up front when its vote may no longer be revised."""
     context = _item_context(project, item)
     notice = vote_lock_message(project=project, vote=item.vote)
@@ -71,7 +73,7 @@ def _revisit_context(project: Project, item: work.WorkItem) -> dict[str, Any]:
     return context
 
 
-def _back_url(project: Project, item: work.WorkItem) -> str:
+def _back_url(project: Project, item: work_types.WorkItem) -> str:
     url = reverse("label-back", args=[project.slug])
     if item.vote is not None:
         # Revisiting a voted item: Back goes to the vote before it, not to the latest one.
@@ -120,7 +122,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     errors = form_errors(form)
     if not errors:
         try:
-            work.vote_submit(
+            voting.vote_submit(
                 project=project,
                 annotator=request.user,
                 sample_id=sample_id,
@@ -129,7 +131,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
                 rationale=form.cleaned_data["rationale"],
                 seconds=form.cleaned_data["seconds"],
             )
-        except work.VoteRejected as rejected:
+        except work_types.VoteRejected as rejected:
             errors = {rejected.field: rejected.message}
     if errors:
         try:

@@ -8,12 +8,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.selectors.members import member_rows, users_addable
+from annotation.services import assignment
 from core.permissions import lead_required
 
 from ..forms import MemberAddForm, SlotReassignForm, form_errors
 from ..models import Project, ProjectMember, Slot
-from ..selectors_members import member_rows, users_addable
-from ..services import work
 from ..services.projects import member_add
 
 
@@ -61,7 +61,7 @@ def member_remove_view(request: HttpRequest, slug: str, member_id: int) -> HttpR
     member = get_object_or_404(
         ProjectMember.objects.select_related("user"), pk=member_id, project=project
     )
-    released = work.member_remove(project=project, member=member, by=request.user)
+    released = assignment.member_remove(project=project, member=member, by=request.user)
     messages.success(
         request,
         f"{member.user.get_username()} was removed; {released} unfinished slot"
@@ -84,7 +84,7 @@ def slot_reassign_view(request: HttpRequest, slug: str, slot_id: int) -> HttpRes
         return redirect("members", slug=project.slug)
     target = form.cleaned_data["to"]
     try:
-        work.slot_reassign(slot=slot, to_annotator=target, by=request.user)
+        assignment.slot_reassign(slot=slot, to_annotator=target, by=request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:

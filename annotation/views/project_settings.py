@@ -10,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import lead_required
 
-from .. import selectors
 from ..models import Criterion, Project
+from ..selectors import projects as selectors
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
     criterion_update,

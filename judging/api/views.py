@@ -23,8 +23,9 @@ from core.auth import PREDICTIONS_SCOPE, token_scopes
 from core.models import ApiToken
 from core.permissions import get_project_for_user, is_lead
 
-from .. import selectors, services
 from ..models import JudgeRun, Scorecard
+from ..selectors import leaderboard as selectors
+from ..services import scoring as services
 from .parsers import BoundedJSONParser
 from .serializers import (
     PredictionsSubmitSerializer,

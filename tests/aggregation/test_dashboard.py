@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from aggregation.models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
 from aggregation.presenters.dashboard import dashboard_present, stat_display
-from aggregation.selectors_dashboard import dashboard_figures
+from aggregation.selectors.dashboard import dashboard_figures
 from annotation.models import Criterion, ProblemReport, Slot, Vote
 from tests.conftest import make_sample
 
@@ -203,7 +203,7 @@ def test_results(project, data):
 
 def test_exportable_matches_the_export_through_sample_discards_and_reversals(project, data, lead):
     """Exportable = kept minus review discards; it must agree with the export's selector."""
-    from aggregation.selectors_review import exportable_labels
+    from aggregation.selectors.review import exportable_labels
 
     s1, s2, _ = data["samples"]
     crits = data["crits"]

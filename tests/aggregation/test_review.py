@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
 from aggregation.models import ReviewDecision, SampleReview
-from aggregation.selectors_review import exportable_labels
+from aggregation.selectors.review import exportable_labels
 from aggregation.services.review import (
     review_decide,
     sample_mark_reviewed,

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from aggregation.models import Outcome, ReviewDecision, SampleReview
-from aggregation.selectors_review_queue import (
+from aggregation.selectors.review_queue import (
     QueueFilters,
     review_counts,
     review_neighbours,

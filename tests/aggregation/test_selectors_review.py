@@ -3,7 +3,7 @@
 import pytest
 
 from aggregation.models import Outcome, ReviewDecision
-from aggregation.selectors_review import exportable_labels
+from aggregation.selectors.review import exportable_labels
 from annotation.models import Criterion
 from tests.aggregation.labels import label
 from tests.conftest import make_sample

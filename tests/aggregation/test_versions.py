@@ -207,8 +207,8 @@ def test_ready_versions_have_one_selector(project):
     """Building and failed versions are never listed nor found by number, on any page."""
     from django.http import Http404
 
-    from aggregation.selectors_export import versions_ready
-    from judging.selectors import version_get
+    from aggregation.selectors.export import versions_ready
+    from judging.selectors.leaderboard import version_get
 
     for number, status in enumerate(["ready", "building", "failed", "ready"], start=1):
         DatasetVersion.objects.create(project=project, number=number, status=status)

@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.models import Project, ProjectMember, Slot, Vote
-from annotation.services import work
+from annotation.services import voting, work
 from annotation.services.projects import project_create
 from tests.annotation.work_data import make_formal
 
@@ -51,7 +51,7 @@ def racer(project_id: int, user_id: int, *, close: bool = True) -> dict[str, Any
             item = work.work_next(project=project, annotator=user)
             if item is None:
                 break
-            vote = work.vote_submit(
+            vote = voting.vote_submit(
                 project=project,
                 annotator=user,
                 sample_id=item.sample.pk,

@@ -17,7 +17,7 @@ from annotation.models import (
     Vote,
     WorkOrder,
 )
-from annotation.services import work
+from annotation.services import assignment, voting, work, work_types
 from annotation.services.projects import member_add
 from annotation.tasks import reclaim_expired_leases
 from core.permissions import ANNOTATOR_GROUP
@@ -45,9 +45,9 @@ def test_slots_ensure_creates_k_per_formal_sample_only_once(project):
 
     make_sample(project, "seed", is_seed=True)
     assert Slot.objects.filter(sample__project=project).count() == 12
-    assert work.slots_ensure(project=project) == 0
+    assert assignment.slots_ensure(project=project) == 0
     Slot.objects.filter(sample__external_id="f-000000", index=2).delete()
-    assert work.slots_ensure(project=project) == 1
+    assert assignment.slots_ensure(project=project) == 1
     assert not Slot.objects.filter(sample__is_seed=True).exists()
 
 
@@ -162,8 +162,8 @@ def test_expired_lease_is_reclaimed_by_the_next_claimer(project, crew):
     assert slot.annotator == crew[1]
     # the first annotator's vote stays; their stale page cannot vote any more
     assert Vote.objects.filter(annotator=crew[0], sample=sample).count() == 1
-    with pytest.raises(work.VoteRejected) as rejected:
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected) as rejected:
+        voting.vote_submit(
             project=project,
             annotator=crew[0],
             sample_id=sample.pk,
@@ -235,22 +235,22 @@ def test_slot_reassign_to_another_annotator_or_back_to_open(project, crew, lead)
     sample = make_formal(project, 1)[0]
     vote_next(project, crew[0])
     slot = held(crew[0])[0]
-    moved = work.slot_reassign(slot=slot, to_annotator=crew[1], by=lead)
+    moved = assignment.slot_reassign(slot=slot, to_annotator=crew[1], by=lead)
     assert moved.annotator == crew[1] and moved.lease_expires_at > timezone.now()
     assert Vote.objects.filter(annotator=crew[0], sample=sample).count() == 1
     # crew[0] voted on it: they cannot get it back, nor a second slot of it
     with pytest.raises(ValidationError):
-        work.slot_reassign(slot=moved, to_annotator=crew[0], by=lead)
+        assignment.slot_reassign(slot=moved, to_annotator=crew[0], by=lead)
     other = Slot.objects.get(sample=sample, annotator__isnull=True)
-    work.slot_reassign(slot=other, to_annotator=crew[2], by=lead)
+    assignment.slot_reassign(slot=other, to_annotator=crew[2], by=lead)
     with pytest.raises(ValidationError):
-        work.slot_reassign(slot=other, to_annotator=crew[1], by=lead)
-    opened = work.slot_reassign(slot=moved, to_annotator=None, by=lead)
+        assignment.slot_reassign(slot=other, to_annotator=crew[1], by=lead)
+    opened = assignment.slot_reassign(slot=moved, to_annotator=None, by=lead)
     assert opened.annotator is None and opened.lease_expires_at is None
     uncalibrated = make_user("fresh", ANNOTATOR_GROUP)
     member_add(project=project, user=uncalibrated)
     with pytest.raises(ValidationError):
-        work.slot_reassign(slot=opened, to_annotator=uncalibrated, by=lead)
+        assignment.slot_reassign(slot=opened, to_annotator=uncalibrated, by=lead)
 
 
 def test_completed_slot_is_not_reassigned(project, crew, lead):
@@ -261,7 +261,7 @@ def test_completed_slot_is_not_reassigned(project, crew, lead):
         vote_next(project, crew[0])
     slot = held(crew[0])[0]
     with pytest.raises(ValidationError):
-        work.slot_reassign(slot=slot, to_annotator=None, by=lead)
+        assignment.slot_reassign(slot=slot, to_annotator=None, by=lead)
 
 
 def test_member_remove_releases_open_slots_and_keeps_votes(project, crew, lead):
@@ -272,7 +272,7 @@ def test_member_remove_releases_open_slots_and_keeps_votes(project, crew, lead):
         vote_next(project, crew[0])
     votes_before = Vote.objects.filter(annotator=crew[0]).count()
     member = ProjectMember.objects.get(project=project, user=crew[0])
-    released = work.member_remove(project=project, member=member, by=lead)
+    released = assignment.member_remove(project=project, member=member, by=lead)
     assert released == 1
     assert Vote.objects.filter(annotator=crew[0]).count() == votes_before
     assert Slot.objects.filter(annotator=crew[0], completed_at__isnull=False).count() == 1
@@ -291,7 +291,7 @@ def test_shuffle_ab_stores_the_order_per_slot_and_maps_back(project, crew):
     assert any(flags) and not all(flags)
     swapped_slot = next(s for s in held(crew[0]) if s.swap_ab)
     crit = item.criterion
-    vote = work.vote_submit(
+    vote = voting.vote_submit(
         project=project,
         annotator=crew[0],
         sample_id=swapped_slot.sample_id,

@@ -6,7 +6,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 
 from annotation.models import Criterion, ProjectMember, ReferenceLabel, Slot, Vote
-from annotation.services import work
+from annotation.services import calibration as calibration_services
+from annotation.services import voting, work, work_types
 from annotation.services.projects import member_add
 from tests.conftest import make_sample
 
@@ -53,8 +54,8 @@ def test_no_formal_work_before_calibration(project, annotator, setup, lead):
     assert not Slot.objects.filter(annotator=annotator).exists()
     # a formal sample cannot be voted yet
     formal = Slot.objects.first().sample
-    with pytest.raises(work.VoteRejected) as rejected:
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected) as rejected:
+        voting.vote_submit(
             project=project,
             annotator=annotator,
             sample_id=formal.pk,
@@ -66,13 +67,13 @@ def test_no_formal_work_before_calibration(project, annotator, setup, lead):
     assert rejected.value.field == "sample"
     assert "calibration" in rejected.value.message
 
-    member = work.calibration_mark(project=project, member=member, by=lead)
+    member = calibration_services.calibration_mark(project=project, member=member, by=lead)
     assert member.is_calibrated and member.calibrated_by == lead
     item = work.work_next(project=project, annotator=annotator)
     assert item.round == 0 and not item.sample.is_seed
     # seeds are not served or votable in the formal phase
-    with pytest.raises(work.VoteRejected):
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected):
+        voting.vote_submit(
             project=project,
             annotator=annotator,
             sample_id=seeds[0].pk,
@@ -96,8 +97,8 @@ def test_new_round_keeps_old_votes_and_serves_seeds_again(project, annotator, se
     total = seed_items(project)
     for _ in range(total):
         vote_next(project, annotator, "A")
-    member = work.calibration_mark(project=project, member=member, by=lead)
-    member = work.calibration_new_round(project=project, member=member, by=lead)
+    member = calibration_services.calibration_mark(project=project, member=member, by=lead)
+    member = calibration_services.calibration_new_round(project=project, member=member, by=lead)
     assert member.calibration_round == 2 and not member.is_calibrated
     item = work.work_next(project=project, annotator=annotator)
     assert item.round == 2 and item.done == 0
@@ -111,7 +112,7 @@ def test_new_round_keeps_old_votes_and_serves_seeds_again(project, annotator, se
 
 def test_revising_a_calibration_vote(project, annotator, setup):
     item, first = vote_next(project, annotator, "A")
-    revised = work.vote_submit(
+    revised = voting.vote_submit(
         project=project,
         annotator=annotator,
         sample_id=item.sample.pk,
@@ -129,15 +130,15 @@ def test_project_without_seeds_waits_for_the_lead(project, annotator, lead):
     member = member_add(project=project, user=annotator)
     assert work.work_state(project=project, annotator=annotator).mode == "awaiting_review"
     assert work.work_next(project=project, annotator=annotator) is None
-    work.calibration_mark(project=project, member=member, by=lead)
+    calibration_services.calibration_mark(project=project, member=member, by=lead)
     assert work.work_next(project=project, annotator=annotator) is not None
 
 
 def test_non_member_gets_nothing(project, outsider, setup):
     assert work.work_state(project=project, annotator=outsider).mode == "not_member"
     assert work.work_next(project=project, annotator=outsider) is None
-    with pytest.raises(work.VoteRejected):
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected):
+        voting.vote_submit(
             project=project,
             annotator=outsider,
             sample_id=setup[0][0].pk,
@@ -151,13 +152,19 @@ def test_non_member_gets_nothing(project, outsider, setup):
 def test_reference_label_set_by_lead(project, setup, lead):
     seeds, _ = setup
     criterion = Criterion.objects.filter(project=project, split="open_ended").first()
-    label = work.reference_label_set(sample=seeds[0], criterion=criterion, preference="B", by=lead)
+    label = calibration_services.reference_label_set(
+        sample=seeds[0], criterion=criterion, preference="B", by=lead
+    )
     assert (label.preference, label.source, label.set_by) == ("B", "lead", lead)
-    label = work.reference_label_set(sample=seeds[0], criterion=criterion, preference="A", by=lead)
+    label = calibration_services.reference_label_set(
+        sample=seeds[0], criterion=criterion, preference="A", by=lead
+    )
     assert ReferenceLabel.objects.get(sample=seeds[0], criterion=criterion).preference == "A"
     wrong = Criterion.objects.filter(project=project, split="reasoning").first()
     with pytest.raises(ValueError):
-        work.reference_label_set(sample=seeds[0], criterion=wrong, preference="A", by=lead)
+        calibration_services.reference_label_set(
+            sample=seeds[0], criterion=wrong, preference="A", by=lead
+        )
 
 
 def test_member_of_another_project_cannot_be_marked(project, setup, lead):
@@ -166,4 +173,4 @@ def test_member_of_another_project_cannot_be_marked(project, setup, lead):
     other = project_create(name="Other", slug="other")
     member = ProjectMember.objects.get(project=project)
     with pytest.raises(ValueError):
-        work.calibration_mark(project=other, member=member, by=lead)
+        calibration_services.calibration_mark(project=other, member=member, by=lead)

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import ProjectMember, ReferenceLabel, Vote
-from annotation.selectors_calibration import calibration_discussion
+from annotation.selectors.calibration import calibration_discussion
 from annotation.services.projects import member_add
 from tests.conftest import make_sample, make_user
 

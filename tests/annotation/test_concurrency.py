@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.models import Choice, Project, ProjectMember, Slot, Vote
-from annotation.services import work
+from annotation.services import voting, work, work_types
 
 from .race import RATIONALE, race_check, race_setup, racer
 
@@ -65,7 +65,7 @@ def test_postgres_race_of_one_annotator_for_the_last_tie():
     items = []
     for _ in range(10):  # 10 A votes: one tie available
         item = work.work_next(project=project, annotator=user)
-        work.vote_submit(
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=item.sample.pk,
@@ -74,7 +74,7 @@ def test_postgres_race_of_one_annotator_for_the_last_tie():
             rationale=RATIONALE,
             seconds=1,
         )
-    assert work.tie_allowance(project=project, annotator=user) == 1
+    assert voting.tie_allowance(project=project, annotator=user) == 1
     voted = set(Vote.objects.filter(annotator=user).values_list("sample_id", "criterion_id"))
     for slot in Slot.objects.filter(annotator=user):
         for criterion in project.criteria.filter(split="open_ended"):
@@ -83,7 +83,7 @@ def test_postgres_race_of_one_annotator_for_the_last_tie():
 
     def tie(sample_id, criterion_id):
         try:
-            work.vote_submit(
+            voting.vote_submit(
                 project=project,
                 annotator=user,
                 sample_id=sample_id,
@@ -93,7 +93,7 @@ def test_postgres_race_of_one_annotator_for_the_last_tie():
                 seconds=1,
             )
             return "ok"
-        except work.VoteRejected:
+        except work_types.VoteRejected:
             return "refused"
         finally:
             connection.close()

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import ProjectMember, Slot, Vote
-from annotation.services import work
+from annotation.services import assignment, work
 from annotation.services.projects import member_add
 from tests.conftest import make_sample, make_user
 
@@ -144,7 +144,7 @@ def test_get_only_and_post_only(client, project, lead, busy):
 
 def test_member_add_for_removed_member_reactivates(client, project, lead, busy):
     member = ProjectMember.objects.get(project=project, user=busy[0])
-    work.member_remove(project=project, member=member, by=lead)
+    assignment.member_remove(project=project, member=member, by=lead)
     client.force_login(lead)
     client.post(url(project, "member-add"), {"user_id": busy[0].pk})
     member.refresh_from_db()

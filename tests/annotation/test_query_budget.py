@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import Project, ProjectMember, Sample
-from annotation.services import work
+from annotation.services import voting, work
 from annotation.services.projects import project_create
 from tests.annotation.work_data import bulk_samples
 
@@ -46,7 +46,7 @@ def loop_counts(project: Project, user: User) -> list[int]:
     """Query counts of LOOPS request-like loops (fresh Project instance, submit then next)."""
     item = work.work_next(project=project, annotator=user)
     for _ in range(39):  # reach the end of the first batch so the loops include a claim
-        work.vote_submit(
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=item.sample.pk,
@@ -60,7 +60,7 @@ def loop_counts(project: Project, user: User) -> list[int]:
     for _ in range(LOOPS):
         fresh = Project.objects.get(pk=project.pk)  # as a request loads it
         with CaptureQueriesContext(connection) as captured:
-            work.vote_submit(
+            voting.vote_submit(
                 project=fresh,
                 annotator=user,
                 sample_id=item.sample.pk,
@@ -102,7 +102,7 @@ def test_tie_loop_within_budget():
     user = annotator_for(project, "t-user")
     for _ in range(10):
         item = work.work_next(project=project, annotator=user)
-        work.vote_submit(
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=item.sample.pk,
@@ -114,7 +114,7 @@ def test_tie_loop_within_budget():
     item = work.work_next(project=project, annotator=user)
     fresh = Project.objects.get(pk=project.pk)
     with CaptureQueriesContext(connection) as captured:
-        vote = work.vote_submit(
+        vote = voting.vote_submit(
             project=fresh,
             annotator=user,
             sample_id=item.sample.pk,

@@ -22,7 +22,7 @@ def test_split_names_have_one_home() -> None:
     """The model choices, the template filter and the scoring pages name splits from one dict."""
     from annotation import splits
     from annotation.models import Split
-    from judging import selectors
+    from judging.selectors import leaderboard as selectors
 
     assert dict(Split.choices) == splits.LABELS
     assert split_label is splits.split_label is selectors.split_label

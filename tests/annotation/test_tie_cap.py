@@ -8,7 +8,7 @@ import pytest
 
 from annotation import tiecap
 from annotation.models import Choice, Vote
-from annotation.services import work
+from annotation.services import voting, work, work_types
 from tests.conftest import make_sample
 
 from .work_data import GOOD, calibrate, make_formal, vote_next
@@ -39,19 +39,19 @@ def try_tie(project, user):
 @pytest.mark.django_db
 def test_tenth_vote_tie_refused_eleventh_allowed(project, formal):
     cast(project, formal, 9)
-    assert work.tie_allowance(project=project, annotator=formal) == 0
-    with pytest.raises(work.VoteRejected) as rejected:
+    assert voting.tie_allowance(project=project, annotator=formal) == 0
+    with pytest.raises(work_types.VoteRejected) as rejected:
         try_tie(project, formal)
     assert rejected.value.field == "choice"
     assert "10%" in rejected.value.message and "1 ties in 10 votes" in rejected.value.message
     assert Vote.objects.filter(annotator=formal).count() == 9
     cast(project, formal, 1)  # the 10th vote is A
-    assert work.tie_allowance(project=project, annotator=formal) == 1
+    assert voting.tie_allowance(project=project, annotator=formal) == 1
     item = work.work_next(project=project, annotator=formal)
     assert item.ties_available == 1
     _, vote = try_tie(project, formal)  # 11th: 1 < 1.1
     assert vote.choice == Choice.TIE
-    assert work.tie_allowance(project=project, annotator=formal) == 0
+    assert voting.tie_allowance(project=project, annotator=formal) == 0
 
 
 @pytest.mark.django_db
@@ -59,15 +59,15 @@ def test_second_tie_at_twenty_first_not_twentieth_and_third_at_thirty_first(proj
     cast(project, formal, 10)
     try_tie(project, formal)  # 11th vote, 1 tie
     cast(project, formal, 8)  # 19 votes
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         try_tie(project, formal)  # 20th: 2 < 2.0 is false
     cast(project, formal, 1)  # 20 votes
     _, vote = try_tie(project, formal)  # 21st: 2 < 2.1
     assert vote.choice == Choice.TIE
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         try_tie(project, formal)  # 22nd: 3 < 2.2 is false
     cast(project, formal, 1)  # 22 votes, 2 ties
-    assert work.tie_allowance(project=project, annotator=formal) == 0
+    assert voting.tie_allowance(project=project, annotator=formal) == 0
     ties = Vote.objects.filter(annotator=formal, choice=Choice.TIE).count()
     assert ties == 2 and Vote.objects.filter(annotator=formal).count() == 22
 
@@ -78,7 +78,7 @@ def test_revising_to_tie_obeys_the_same_rule(project, formal):
     first = Vote.objects.filter(annotator=formal).order_by("pk").first()
 
     def revise(vote, choice):
-        return work.vote_submit(
+        return voting.vote_submit(
             project=project,
             annotator=formal,
             sample_id=vote.sample_id,
@@ -88,7 +88,7 @@ def test_revising_to_tie_obeys_the_same_rule(project, formal):
             seconds=1,
         )
 
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         revise(first, "tie")  # 1 tie in 10 votes is not below 10%
     first.refresh_from_db()
     assert first.choice == Choice.A and first.revisions.count() == 0
@@ -97,12 +97,12 @@ def test_revising_to_tie_obeys_the_same_rule(project, formal):
     assert revised.choice == Choice.TIE and revised.revisions.count() == 1
     assert Vote.objects.filter(annotator=formal).count() == 11
     second = Vote.objects.filter(annotator=formal, choice=Choice.A).order_by("pk").first()
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         revise(second, "tie")
     # a tie revised again (rationale only) stays a tie; back to A frees the tie
     assert revise(revised, "tie").choice == Choice.TIE
     assert revise(revised, "A").choice == Choice.A
-    assert work.tie_allowance(project=project, annotator=formal) == 1
+    assert voting.tie_allowance(project=project, annotator=formal) == 1
 
 
 @pytest.mark.django_db
@@ -124,8 +124,8 @@ def test_calibration_votes_do_not_count(project, annotator, lead):
         assert vote.round == 1
     assert Vote.objects.filter(annotator=annotator, round=1, choice=Choice.TIE).count() > 10
     calibrate(project, annotator, lead)
-    assert work.tie_allowance(project=project, annotator=annotator) == 0
-    with pytest.raises(work.VoteRejected):
+    assert voting.tie_allowance(project=project, annotator=annotator) == 0
+    with pytest.raises(work_types.VoteRejected):
         try_tie(project, annotator)  # first formal vote
     cast(project, annotator, 10)
     _, vote = try_tie(project, annotator)
@@ -137,7 +137,7 @@ def test_other_cap_values_on_the_server(project, formal):
     project.tie_cap = Decimal("0.25")
     project.save()
     cast(project, formal, 3)
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         try_tie(project, formal)  # 1 < 0.25 * 4 = 1 is false
     cast(project, formal, 1)
     _, vote = try_tie(project, formal)  # 1 < 1.25
@@ -145,7 +145,7 @@ def test_other_cap_values_on_the_server(project, formal):
     project.tie_cap = Decimal("0")
     project.save()
     cast(project, formal, 5)
-    with pytest.raises(work.VoteRejected) as rejected:
+    with pytest.raises(work_types.VoteRejected) as rejected:
         try_tie(project, formal)
     assert "0%" in rejected.value.message
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from annotation.importing.limits import RATIONALE_MAX_CHARS
 from annotation.models import Vote
-from annotation.services import work
+from annotation.services import voting, work, work_types
 from annotation.services.projects import member_add
 
 from .work_data import calibrate, make_formal
@@ -25,7 +25,7 @@ def user(project, annotator, lead):
 
 def submit(project, user, rationale):
     item = work.work_next(project=project, annotator=user)
-    return item, lambda: work.vote_submit(
+    return item, lambda: voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=item.sample.pk,
@@ -50,7 +50,7 @@ def submit(project, user, rationale):
 def test_bad_rationales_are_refused_with_the_field(project, user, rationale, message):
     before = Vote.objects.count()
     _, cast = submit(project, user, rationale)
-    with pytest.raises(work.VoteRejected) as info:
+    with pytest.raises(work_types.VoteRejected) as info:
         cast()
     assert info.value.field == "rationale" and info.value.message.startswith(message)
     assert Vote.objects.count() == before

@@ -8,7 +8,7 @@ from django.utils.html import escape
 
 from aggregation.services.aggregate import project_aggregate
 from annotation.models import Choice, RevisionWindow, Slot, Vote, VoteRevision
-from annotation.services import work
+from annotation.services import voting, work, work_types
 from annotation.services.project_settings import project_settings_update
 from annotation.services.projects import member_add
 from annotation.services.voting import REVISION_LOCKED
@@ -32,7 +32,7 @@ def user(project, annotator, lead):
 
 
 def submit(project, user, vote, choice="B", rationale=CHANGED):
-    return work.vote_submit(
+    return voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=vote.sample_id,
@@ -50,7 +50,7 @@ def complete_one_sample(project, user) -> Vote:
         item = work.work_next(project=project, annotator=user)
         if first is not None and item.sample.pk != first.sample_id:
             break
-        vote = work.vote_submit(
+        vote = voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=item.sample.pk,
@@ -86,7 +86,7 @@ def test_revision_before_aggregation_is_recorded_with_who_when_and_what(project,
 def test_revision_after_the_samples_aggregation_is_refused(project, user):
     vote = complete_one_sample(project, user)
     project_aggregate(project=project, n_boot=0)
-    with pytest.raises(work.VoteRejected) as rejected:
+    with pytest.raises(work_types.VoteRejected) as rejected:
         submit(project, user, vote)
     assert rejected.value.field == "vote"
     assert rejected.value.message == REVISION_LOCKED[RevisionWindow.UNTIL_AGGREGATION]
@@ -102,14 +102,14 @@ def test_a_revision_made_in_time_is_locked_by_the_following_aggregation(project,
     vote = complete_one_sample(project, user)
     submit(project, user, vote)
     project_aggregate(project=project, n_boot=0)
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         submit(project, user, vote, choice="A", rationale=GOOD)
     assert VoteRevision.objects.filter(vote=vote).count() == 1
 
 
 def test_votes_of_a_sample_in_progress_stay_revisable_after_aggregation(project, user):
     item = work.work_next(project=project, annotator=user)
-    vote = work.vote_submit(
+    vote = voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=item.sample.pk,
@@ -136,7 +136,7 @@ def test_the_leads_setting_changes_the_window(project, user, lead):
     )
     project.refresh_from_db()
     other = complete_one_sample(project, user)  # the second sample, never aggregated
-    with pytest.raises(work.VoteRejected) as rejected:
+    with pytest.raises(work_types.VoteRejected) as rejected:
         submit(project, user, other)
     assert rejected.value.message == REVISION_LOCKED[RevisionWindow.UNTIL_COMPLETE]
 
@@ -196,5 +196,5 @@ def test_an_aggregation_that_leaves_the_labels_unchanged_still_locks(project, us
     project.refresh_from_db()
     summary = project_aggregate(project=project, n_boot=0)
     assert summary["splits"]["open_ended"]["unchanged"] == summary["splits"]["open_ended"]["labels"]
-    with pytest.raises(work.VoteRejected):
+    with pytest.raises(work_types.VoteRejected):
         submit(project, user, vote, choice="A", rationale=GOOD)

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied
 
 from annotation.models import Choice, Criterion, Slot, Vote, VoteRevision
-from annotation.services import work
+from annotation.services import voting, work, work_types
 from annotation.services.projects import member_add
 from core.permissions import ANNOTATOR_GROUP
 from tests.conftest import make_user
@@ -27,7 +27,7 @@ def user(project, annotator, lead):
 
 
 def submit(project, user, item, choice="A", rationale=GOOD, seconds=4.5):
-    return work.vote_submit(
+    return voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=item.sample.pk,
@@ -74,7 +74,7 @@ def test_revision_keeps_history_and_latest_counts(project, user):
 @pytest.mark.parametrize("rationale", ["", "   too short    ", "x" * 14])
 def test_rationale_minimum(project, user, rationale):
     item = work.work_next(project=project, annotator=user)
-    with pytest.raises(work.VoteRejected) as rejected:
+    with pytest.raises(work_types.VoteRejected) as rejected:
         submit(project, user, item, rationale=rationale)
     assert rejected.value.field == "rationale"
     assert "15 characters" in rejected.value.message
@@ -86,12 +86,12 @@ def test_rationale_minimum(project, user, rationale):
 
 def test_bad_choice_and_foreign_criterion_refused(project, user):
     item = work.work_next(project=project, annotator=user)
-    with pytest.raises(work.VoteRejected) as rejected:
+    with pytest.raises(work_types.VoteRejected) as rejected:
         submit(project, user, item, "C")
     assert rejected.value.field == "choice"
     reasoning = Criterion.objects.filter(project=project, split="reasoning").first()
-    with pytest.raises(work.VoteRejected) as rejected:
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected) as rejected:
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=item.sample.pk,
@@ -112,8 +112,8 @@ def test_only_own_slots_can_be_voted_or_seen(project, user):
     # give the other annotator a sample the user does not hold
     free = Slot.objects.filter(annotator__isnull=True).exclude(sample_id__in=busy).first()
     Slot.objects.filter(pk=free.pk).update(annotator=other)
-    with pytest.raises(work.VoteRejected) as rejected:
-        work.vote_submit(
+    with pytest.raises(work_types.VoteRejected) as rejected:
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=free.sample_id,
@@ -161,7 +161,7 @@ def test_slot_completes_when_every_criterion_is_voted(project, user):
     for criterion in crits:
         slot = Slot.objects.get(sample=sample, annotator=user)
         assert slot.completed_at is None
-        work.vote_submit(
+        voting.vote_submit(
             project=project,
             annotator=user,
             sample_id=sample.pk,
@@ -174,7 +174,7 @@ def test_slot_completes_when_every_criterion_is_voted(project, user):
     slot = Slot.objects.get(sample=sample, annotator=user)
     assert slot.completed_at is not None
     # revising after completion is allowed and keeps it completed
-    again = work.vote_submit(
+    again = voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=sample.pk,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from annotation.models import ProjectMember, Sample, Slot
-from annotation.services import work
+from annotation.services import assignment, voting, work
+from annotation.services import calibration as calibration_services
 
 GOOD = "A rationale that is long enough."
 
@@ -32,7 +33,7 @@ def make_formal(
 ) -> list[Sample]:
     """Formal samples with their k pre-created slots, as an import leaves them."""
     bulk_samples(project, n, prefix=prefix, split=split, **fields)
-    work.slots_ensure(project=project)
+    assignment.slots_ensure(project=project)
     return list(
         Sample.objects.filter(project=project, external_id__startswith=f"{prefix}-").order_by("id")
     )
@@ -40,7 +41,7 @@ def make_formal(
 
 def calibrate(project, user, lead=None) -> ProjectMember:
     member = ProjectMember.objects.get(project=project, user=user)
-    return work.calibration_mark(project=project, member=member, by=lead)
+    return calibration_services.calibration_mark(project=project, member=member, by=lead)
 
 
 def vote_next(project, user, choice: str = "A", rationale: str = GOOD):
@@ -48,7 +49,7 @@ def vote_next(project, user, choice: str = "A", rationale: str = GOOD):
     item = work.work_next(project=project, annotator=user)
     if item is None:
         return None, None
-    vote = work.vote_submit(
+    vote = voting.vote_submit(
         project=project,
         annotator=user,
         sample_id=item.sample.pk,

@@ -21,7 +21,7 @@ from annotation.services.projects import project_create
 from core.jobs import job_create, jobs_sweep
 from core.models import Job
 from judging.models import Scorecard
-from judging.services import predictions_upload_enqueue
+from judging.services.scoring import predictions_upload_enqueue
 from tests.aggregation.export_data import small_dataset
 from tests.aggregation.votes import cast_all, criteria_of
 from tests.annotation.import_data import sample_line

@@ -10,7 +10,8 @@ from django.utils import timezone
 from PIL import Image, ImageDraw
 
 from annotation.models import Criterion, ProjectMember, Sample, Slot, Vote, VoteRevision
-from annotation.services import work
+from annotation.services import assignment
+from annotation.services import calibration as calibration_services
 from annotation.services.projects import member_add, project_create
 from tests.conftest import make_sample, make_user
 from tests.e2e.conftest import login, screenshot
@@ -96,7 +97,7 @@ def _formal(project, n: int, prefix: str) -> list[Sample]:
         make_sample(project, f"{prefix}-{i}", question=f"Formal question {prefix} {i}?")
         for i in range(n)
     ]
-    work.slots_ensure(project=project)
+    assignment.slots_ensure(project=project)
     return samples
 
 
@@ -194,7 +195,7 @@ def _member_id(project, user) -> int:
 def test_tie_beyond_the_cap_is_refused_and_the_rationale_kept(study, new_page, live_server):
     project, lead, annotator = study
     member = ProjectMember.objects.get(project=project, user=annotator)
-    work.calibration_mark(project=project, member=member, by=lead)
+    calibration_services.calibration_mark(project=project, member=member, by=lead)
     # Twenty earlier formal votes without a tie (ten samples x two criteria, slots completed):
     # with a 10% cap the annotator now has two ties in hand.
     earlier = _formal(project, 10, "earlier")

@@ -17,10 +17,11 @@ from django.urls import reverse
 
 from aggregation.services.aggregate import project_aggregate
 from annotation.models import Criterion, ProblemReport, Vote
-from annotation.services import work
+from annotation.services import assignment, voting, work
+from annotation.services import calibration as calibration_services
 from annotation.services.projects import member_add, project_create
 from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
-from judging.services import judge_run_upload
+from judging.services.scoring import judge_run_upload
 from tests.conftest import make_sample, make_user
 from tests.e2e.conftest import login
 from tests.judging.web_data import HAND_ROWS, predictions_file, qid, version_from_records
@@ -87,7 +88,7 @@ def hostile(db):
     }
     make_sample(project, "seed-1", is_seed=True, **fields)
     make_sample(project, "open-1", **fields)
-    work.slots_ensure(project=project)
+    assignment.slots_ensure(project=project)
     # Alice labels every seed item with payload rationales; the calibration discussion opens.
     rationales = chunks(4_900)
     n = 0
@@ -95,7 +96,7 @@ def hostile(db):
         item = work.work_next(project=project, annotator=alice)
         if item is None or not item.sample.is_seed:
             break
-        work.vote_submit(
+        voting.vote_submit(
             project=project,
             annotator=alice,
             sample_id=item.sample.pk,
@@ -191,7 +192,7 @@ def test_annotator_screens_run_no_payload(hostile, new_page) -> None:
     login(page, "alice")
     check_screen(page, events, reverse("calibration", args=[slug]))
     assert page.locator(".math-inline .katex, .math-display .katex").count() > 0
-    work.calibration_mark(
+    calibration_services.calibration_mark(
         project=hostile["project"],
         member=hostile["project"].members.get(user__username="alice"),
         by=None,

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from aggregation.models import DatasetFile, DatasetRow, DatasetVersion
 from annotation.models import ReferenceLabel, Sample, Slot, Vote
 from judging.models import Scorecard
-from judging.services import judge_run_upload
+from judging.services.scoring import judge_run_upload
 from tests.conftest import make_sample
 from tests.judging.test_published_scores import reference_scores
 from tests.judging.web_data import make_token

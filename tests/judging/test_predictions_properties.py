@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aggregation.models import DatasetVersion
-from judging import services
 from judging.datasets import load_rows_file
 from judging.errors import PredictionsFileError
 from judging.models import JudgeRun, Prediction, Scorecard
 from judging.parsing import parse_judge_output
 from judging.predictions import DatasetIndex, read_predictions
+from judging.services import scoring as services
 from tests.judging.web_data import HAND_PREDICTIONS, make_version
 
 DATA = Path(__file__).parent / "data"

@@ -120,7 +120,7 @@ def test_api_accepts_critic_lines_and_a_template_file(lead, version):
 
 
 def test_the_upload_summary_says_missing_rows_count_as_wrong(version, lead):
-    from judging.services import judge_run_upload
+    from judging.services.scoring import judge_run_upload
     from tests.judging.web_data import predictions_file
 
     result = judge_run_upload(

@@ -3,7 +3,7 @@
 import pytest
 
 from judging.models import JudgeRun, Prediction, Scorecard
-from judging.services import (
+from judging.services.scoring import (
     UploadRejected,
     judge_run_delete,
     judge_run_upload,

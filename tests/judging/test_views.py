@@ -8,8 +8,8 @@ from django.urls import reverse
 from annotation.services.projects import member_add
 from core.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
-from judging.selectors import leaderboard_rows
-from judging.services import judge_run_upload
+from judging.selectors.leaderboard import leaderboard_rows
+from judging.services.scoring import judge_run_upload
 from tests.judging.web_data import (
     HAND_PREDICTIONS,
     HAND_ROWS,

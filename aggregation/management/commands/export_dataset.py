@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from aggregation.selectors_export import versions_ready
+from aggregation.selectors.export import versions_ready
 from aggregation.services.versions import version_build
 from annotation.models import Project
 

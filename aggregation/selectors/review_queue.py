@@ -16,10 +16,10 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 
+from aggregation.selectors.review import labels_with_review_state
 from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
 
-from .models import CriterionLabel, Outcome, ReviewDecision, SampleReview
-from .selectors_review import labels_with_review_state
+from ..models import CriterionLabel, Outcome, ReviewDecision, SampleReview
 
 KINDS = {
     "unanimous": (Outcome.KEPT_UNANIMOUS,),

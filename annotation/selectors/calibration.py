@@ -17,8 +17,8 @@ from typing import Any
 
 from core.permissions import is_lead
 
-from .models import Criterion, Project, ProjectMember, ReferenceLabel, Sample, Vote
-from .pseudonyms import project_pseudonyms, pseudonym_position
+from ..models import Criterion, Project, ProjectMember, ReferenceLabel, Sample, Vote
+from ..pseudonyms import project_pseudonyms, pseudonym_position
 
 YOU = "you"
 

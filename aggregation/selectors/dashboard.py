@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from aggregation.selectors.review import labels_with_review_state
 from annotation import tiecap
 from annotation.models import (
     Choice,
@@ -32,8 +33,7 @@ from annotation.models import (
     Vote,
 )
 
-from .models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
-from .selectors_review import labels_with_review_state
+from ..models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
 
 STATISTICS = (
     ("cohen", "Cohen's κ (mean pairwise)"),

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import F, OuterRef, QuerySet
 from django.utils import timezone
 
-from .models import Criterion, ProjectMember, Sample, SampleStatus, Slot, Vote
-from .services.assignment import count_of
+from ..models import Criterion, ProjectMember, Sample, SampleStatus, Slot, Vote
+from ..services.assignment import count_of
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
-from .models import Project, ProjectMember
+from ..models import Project, ProjectMember
 
 
 def project_get(*, slug: str) -> Project:

@@ -13,12 +13,12 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from aggregation.models import DatasetRow, DatasetVersion
-from aggregation.selectors_export import versions_ready
+from aggregation.selectors.export import versions_ready
 from annotation.models import Criterion, Project
 from annotation.splits import split_label
 
-from .metrics import SPLIT_ORDER, criteria_in_order
-from .models import JudgeRun, Scorecard
+from ..metrics import SPLIT_ORDER, criteria_in_order
+from ..models import JudgeRun, Scorecard
 
 HEADLINE = (
     ("pacc", "PAcc", "Pluralistic adherence accuracy: prompts with every criterion right"),

@@ -7,8 +7,8 @@ from django.views.decorators.http import require_safe
 
 from core.permissions import get_project_for_user, is_lead
 
-from .. import selectors
 from ..models import Criterion, Split
+from ..selectors import projects as selectors
 
 
 @login_required

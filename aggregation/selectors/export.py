@@ -25,7 +25,7 @@ from annotation.models import Project
 from core.models import Job
 from core.permissions import is_lead
 
-from .models import DatasetFile, DatasetRow, DatasetVersion
+from ..models import DatasetFile, DatasetRow, DatasetVersion
 
 #: The manifest's agreement entries that name annotators.
 PER_ANNOTATOR_KEYS = frozenset({"per_annotator", "pairwise"})

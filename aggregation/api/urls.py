@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .api import views
+from ..api import views
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 

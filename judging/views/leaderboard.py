@@ -19,12 +19,13 @@ from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.models import Job
 from core.permissions import get_project_for_user, is_lead, lead_required
+from judging.selectors.leaderboard import Cell, Column
 
-from . import selectors, services
-from .charts import Bar, bar_chart_svg
-from .forms import BoardQueryForm, PredictionsUploadForm
-from .models import JudgeRun
-from .selectors import Cell, Column
+from ..charts import Bar, bar_chart_svg
+from ..forms import BoardQueryForm, PredictionsUploadForm
+from ..models import JudgeRun
+from ..selectors import leaderboard as selectors
+from ..services import scoring as services
 
 
 def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> DatasetVersion:

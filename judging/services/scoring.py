@@ -26,9 +26,9 @@ from core.db import insert_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 
-from .datasets import rows_from_version
-from .errors import InputFileError
-from .metrics import (
+from ..datasets import rows_from_version
+from ..errors import InputFileError
+from ..metrics import (
     INVALID,
     MISSING,
     ScoreInput,
@@ -36,8 +36,8 @@ from .metrics import (
     majority_vote_codes,
     score_many,
 )
-from .models import JudgeRun, Prediction, Scorecard
-from .predictions import DatasetIndex, read_predictions
+from ..models import JudgeRun, Prediction, Scorecard
+from ..predictions import DatasetIndex, read_predictions
 
 Progress = Callable[..., None]
 
@@ -387,7 +387,7 @@ def predictions_upload_enqueue(
     split: str | None = None,
 ) -> Job:
     """Keep the uploaded file and queue the job that stores and scores it."""
-    from .tasks_scoring import predictions_score
+    from ..tasks import predictions_score
 
     _check_version(version)
     judge = _clean_judge(judge)

@@ -13,7 +13,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import Project
 
-from .models import CriterionLabel, Outcome, ReviewDecision
+from ..models import CriterionLabel, Outcome, ReviewDecision
 
 
 def _latest_action(**target: object) -> Coalesce:
