@@ -35,6 +35,11 @@ class CriterionLabel(models.Model):
     votes_b = models.PositiveSmallIntegerField(default=0)
     votes_tie = models.PositiveSmallIntegerField(default=0)
     vote_ids = models.JSONField(default=list, help_text="The votes this label was computed from.")
+    vote_digest = models.BigIntegerField(
+        db_default=0,
+        help_text="A hash of the votes (ids and choices) and k: the next aggregation skips the "
+        "label while it is unchanged.",
+    )
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     computed_at = models.DateTimeField()
 

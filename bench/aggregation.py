@@ -9,7 +9,7 @@ COPY into a dedicated database ``bench_aggregation_<pid>``, created from the ser
 unless ``--keep``. Prints seconds for: PostgreSQL streaming the same vote rows out with
 ``COPY (SELECT ...) TO STDOUT`` (the floor any reader of the votes pays), the aggregation job
 (first run: every label created; second run: nothing changed; third run after 1% of the votes
-changed), reading the votes through the ORM, and the agreement statistics alone (point
+changed), reading the votes (binary COPY into NumPy), and the agreement statistics alone (point
 estimates, then with the sample bootstrap), each also as a ratio to the COPY time.
 """
 
@@ -224,18 +224,21 @@ def time_parts(project, floor: float, n_boot: int) -> None:
         )
         read = time.perf_counter() - start
         start = time.perf_counter()
-        _, arrays = svc._label_rows(votes, criteria, project.annotators_per_sample)
+        items = svc._label_items(votes, criteria, project.annotators_per_sample)
         rule = time.perf_counter() - start
+        names = svc._rater_names(votes)
         timings = {}
         for boot in (0, n_boot):
             start = time.perf_counter()
-            svc._agreement(votes, arrays, criteria, project.annotators_per_sample, n_boot=boot)
+            svc._agreement(
+                votes, items, criteria, project.annotators_per_sample, names, n_boot=boot
+            )
             timings[boot] = time.perf_counter() - start
         n = len(votes["id"])
-        print(f"  {split}: {n:,} votes, {len(arrays['item_sample']):,} items")
+        print(f"  {split}: {n:,} votes, {len(items.keys):,} items")
         for name, seconds in (
-            ("read votes (values_list, chunked)", read),
-            ("rule + vote ids per label", rule),
+            ("read votes (binary COPY into NumPy)", read),
+            ("rule and digests per label", rule),
             ("agreement, point estimates", timings[0]),
             (f"agreement with bootstrap ({n_boot} replicates)", timings[n_boot]),
         ):

@@ -16,21 +16,22 @@ The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agree
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, TextField
-from django.db.models.functions import Cast
+from django.db.models import Case, Exists, IntegerField, OuterRef, Value, When
 from django.utils import timezone
 
 from annotation.models import Choice, Criterion, Project, SampleStatus, Slot, Split, Vote
 from annotation.splits import split_label
-from core.db import JsonText, insert_rows, update_rows
+from core.db import JsonText, insert_rows, read_int_columns, update_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 
@@ -90,105 +91,165 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
 def _load_votes(
     queryset: Any, progress: Progress, done: int, total: int, label: str
 ) -> dict[str, np.ndarray]:
-    """The votes as arrays, read in chunks with values_list."""
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("id", "sample", "crit", "ann", "code")}
-    rows = queryset.values_list("id", "sample_id", "criterion_id", "annotator_id", "choice")
-    chunk: list[tuple] = []
-
-    def flush() -> None:
-        if not chunk:
-            return
-        ids, samples, crits, anns, choices = zip(*chunk, strict=True)
-        parts["id"].append(np.fromiter(ids, np.int64, len(ids)))
-        parts["sample"].append(np.fromiter(samples, np.int64, len(ids)))
-        parts["crit"].append(np.fromiter(crits, np.int64, len(ids)))
-        parts["ann"].append(np.fromiter(anns, np.int64, len(ids)))
-        parts["code"].append(np.fromiter((CODES[c] for c in choices), np.int8, len(ids)))
-        chunk.clear()
-
-    read = 0
-    for row in rows.iterator(chunk_size=CHUNK):
-        chunk.append(row)
-        if len(chunk) == CHUNK:
-            read += CHUNK
-            flush()
-            progress(done + read, total, f"{label}: read {read:,} votes")
-    flush()
+    """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns)."""
+    coded = queryset.annotate(
+        code=Case(
+            *(When(choice=choice, then=Value(code)) for choice, code in CODES.items()),
+            default=Value(-1),
+            output_field=IntegerField(),
+        )
+    )
+    columns = read_int_columns(coded, ["id", "sample_id", "criterion_id", "annotator_id", "code"])
+    if (columns["code"] < 0).any():
+        raise ValueError("a formal vote has a choice outside A, B and tie")
+    n = len(columns["id"])
+    progress(done + n, total, f"{label}: read {n:,} votes")
     return {
-        k: np.concatenate(v) if v else np.zeros(0, np.int8 if k == "code" else np.int64)
-        for k, v in parts.items()
+        "id": columns["id"],
+        "sample": columns["sample_id"],
+        "crit": columns["criterion_id"],
+        "ann": columns["annotator_id"],
+        "code": columns["code"].astype(np.int8),
     }
 
 
-def _label_rows(
-    votes: dict[str, np.ndarray], criteria: list[Criterion], k: int
-) -> tuple[dict[tuple[int, int], tuple], dict[str, np.ndarray]]:
-    """The label of every (sample, criterion) with votes, keyed by (sample_id, criterion_id)."""
-    position = {c.pk: i for i, c in enumerate(criteria)}
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: a well-spread 64-bit hash of each value (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class _Items:
+    """The (sample, criterion) items of one split's votes, with their labels and digests."""
+
+    keys: np.ndarray  # sample_id * n_criteria + criterion position, sorted
+    sample: np.ndarray
+    crit_id: np.ndarray
+    counts: np.ndarray  # (n, 3): A, B, tie
+    outcome: np.ndarray
+    preference: np.ndarray
+    digest: np.ndarray  # int64: the votes (ids and choices) and k; equal digests, equal labels
+    item: np.ndarray  # per vote, its item
+    _ids_sorted: np.ndarray
+    _bounds: np.ndarray
+
+    def vote_ids_json(self, i: int) -> str:
+        """The ids of item ``i``'s votes as JSON text, ascending."""
+        return json.dumps(self._ids_sorted[self._bounds[i] : self._bounds[i + 1]].tolist())
+
+    def values(self, i: int, job_id: int | None, now: Any) -> tuple:
+        """Item ``i``'s label in the order of ``_COLUMNS``."""
+        a, b, t = self.counts[i].tolist()
+        return (
+            int(self.sample[i]),
+            int(self.crit_id[i]),
+            rules.OUTCOMES[self.outcome[i]],
+            rules.PREFERENCES[self.preference[i]],
+            a,
+            b,
+            t,
+            JsonText(self.vote_ids_json(i)),
+            int(self.digest[i]),
+            job_id,
+            now,
+        )
+
+
+def _criterion_positions(criteria: list[Criterion], crit_ids: np.ndarray) -> np.ndarray:
+    """The position of each criterion id in ``criteria``; -1 for ids not among them."""
+    ids = np.array([c.pk for c in criteria], dtype=np.int64)
+    order = np.argsort(ids)
+    at = np.searchsorted(ids[order], crit_ids)
+    at = np.minimum(at, len(ids) - 1)
+    found = ids[order][at] == crit_ids
+    return np.where(found, order[at], -1)
+
+
+def _label_items(votes: dict[str, np.ndarray], criteria: list[Criterion], k: int) -> _Items:
+    """The label of every (sample, criterion) with votes, by the protocol's rule (vectorised)."""
     n_crit = len(criteria)
-    crit_pos = np.fromiter((position[c] for c in votes["crit"]), np.int64, len(votes["crit"]))
+    crit_pos = _criterion_positions(criteria, votes["crit"])
     keys = votes["sample"] * n_crit + crit_pos
     item_keys, item = np.unique(keys, return_inverse=True)
     n_items = len(item_keys)
     counts = np.bincount(item * 3 + votes["code"], minlength=n_items * 3).reshape(n_items, 3)
     outcome, preference = rules.classify(counts[:, 0], counts[:, 1], counts[:, 2], k=k)
     order = np.lexsort((votes["id"], item))
-    bounds = np.cumsum(np.bincount(item, minlength=n_items))[:-1]
-    vote_ids = np.split(votes["id"][order], bounds)
-    item_sample = item_keys // n_crit
-    item_crit = item_keys % n_crit
-    crit_ids = [c.pk for c in criteria]
-    labels: dict[tuple[int, int], tuple] = {}
-    for i, (s, c, o, p, (a, b, t)) in enumerate(
-        zip(
-            item_sample.tolist(),
-            item_crit.tolist(),
-            outcome.tolist(),
-            preference.tolist(),
-            counts.tolist(),
-            strict=True,
-        )
-    ):
-        labels[(s, crit_ids[c])] = (
-            rules.OUTCOMES[o],
-            rules.PREFERENCES[p],
-            a,
-            b,
-            t,
-            # As JSON text: compared with the stored column cast to text, so an unchanged
-            # label costs no JSON decoding on a re-run.
-            json.dumps(vote_ids[i].tolist()),
-        )
-    arrays = {
-        "item": item,
-        "item_sample": item_sample,
-        "item_crit": item_crit,
-        "outcome": outcome,
-    }
-    return labels, arrays
+    sizes = np.bincount(item, minlength=n_items)
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    vote_hash = _mix(votes["id"] * 4 + votes["code"])[order]
+    with np.errstate(over="ignore"):
+        sums = np.add.reduceat(vote_hash, bounds[:-1]) if n_items else np.zeros(0, np.uint64)
+        digest = _mix(sums + np.uint64(k)).view(np.int64)
+    crit_ids = np.array([c.pk for c in criteria], dtype=np.int64)
+    return _Items(
+        keys=item_keys,
+        sample=item_keys // n_crit,
+        crit_id=crit_ids[item_keys % n_crit],
+        counts=counts,
+        outcome=outcome,
+        preference=preference,
+        digest=digest,
+        item=item,
+        _ids_sorted=votes["id"][order],
+        _bounds=bounds,
+    )
+
+
+def _inputs_digest(
+    votes: dict[str, np.ndarray], criteria: list[Criterion], k: int, names: dict, options: dict
+) -> str:
+    """What the split's agreement figures are computed from; equal digests, equal figures."""
+    with np.errstate(over="ignore"):
+        total = int(_mix(votes["id"] * 4 + votes["code"]).sum(dtype=np.uint64))
+    raters = sorted((int(pk), names.get(int(pk), "")) for pk in np.unique(votes["ann"]))
+    text = json.dumps(
+        {
+            "votes": total,
+            "n": len(votes["id"]),
+            "k": k,
+            "criteria": [(c.pk, c.key) for c in criteria],
+            "raters": raters,
+            "options": options,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _rater_names(votes: dict[str, np.ndarray]) -> dict[int, str]:
+    ids = np.unique(votes["ann"]).tolist()
+    return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
 
 
 def _agreement(
     votes: dict[str, np.ndarray],
-    arrays: dict[str, np.ndarray],
+    items: _Items,
     criteria: list[Criterion],
     k: int,
+    names: dict[int, str],
     **options: Any,
 ) -> dict[str, Any]:
     ids = np.unique(votes["ann"])
-    names = dict(get_user_model().objects.filter(pk__in=ids.tolist()).values_list("pk", "username"))
     # Raters in username order, so the pairwise matrix reads alphabetically.
     by_name = sorted(range(len(ids)), key=lambda i: names[int(ids[i])])
     rank = np.empty(len(ids), np.int64)
     rank[by_name] = np.arange(len(ids))
     rater = rank[np.searchsorted(ids, votes["ann"])]
-    n_items = len(arrays["item_sample"])
+    n_items = len(items.keys)
     matrix = np.full((len(ids), n_items), agreement.MISSING, dtype=np.int8)
-    matrix[rater, arrays["item"]] = votes["code"]
+    matrix[rater, items.item] = votes["code"]
     return agreement.agreement_figures(
         matrix,
-        clusters=arrays["item_sample"],
-        groups=arrays["item_crit"],
+        clusters=items.sample,
+        groups=items.keys % len(criteria),
         group_names=[c.key for c in criteria],
         rater_names=[names[int(ids[i])] for i in by_name],
         m=k,
@@ -200,47 +261,52 @@ def _write_labels(
     *,
     project: Project,
     split: str,
-    labels: dict[tuple[int, int], tuple],
+    criteria: list[Criterion],
+    items: _Items,
     job: Job | None,
     now: Any,
 ) -> dict[str, int]:
-    """Make the stored labels of the split equal ``labels``; call inside a transaction."""
-    existing = (
+    """Make the stored labels of the split equal ``items``; call inside a transaction.
+
+    Stored labels are matched to items by (sample, criterion) and compared by vote digest, so
+    an unchanged item costs no write and no JSON; only new, changed and stale labels are
+    written (COPY on PostgreSQL, see core.db).
+    """
+    stored = read_int_columns(
         CriterionLabel.objects.filter(
             sample__project=project, sample__split=split, sample__is_seed=False
-        )
-        .annotate(vote_ids_text=Cast("vote_ids", TextField()))
-        .values_list("id", *_COLUMNS[:-3], "vote_ids_text")
+        ).order_by(),
+        ["id", "sample_id", "criterion_id", "vote_digest"],
     )
-    stale: list[int] = []
-    changed: list[tuple[int, tuple[int, int], tuple]] = []
-    seen: set[tuple[int, int]] = set()
-    for pk, sample_id, criterion_id, *stored in existing.iterator(chunk_size=CHUNK):
-        key = (sample_id, criterion_id)
-        new = labels.get(key)
-        if new is None:
-            stale.append(pk)
-            continue
-        seen.add(key)
-        if tuple(stored) != new:
-            changed.append((pk, key, new))
-    created = [(key, new) for key, new in labels.items() if key not in seen]
+    position = _criterion_positions(criteria, stored["criterion_id"])
+    stored_keys = stored["sample_id"] * len(criteria) + position
+    at = np.minimum(np.searchsorted(items.keys, stored_keys), max(len(items.keys) - 1, 0))
+    matched = (
+        (position >= 0) & (items.keys[at] == stored_keys)
+        if len(items.keys)
+        else np.zeros(len(stored_keys), bool)
+    )
+    stale = stored["id"][~matched].tolist()
+    changed_at = matched.copy()
+    changed_at[matched] = items.digest[at[matched]] != stored["vote_digest"][matched]
+    changed = list(zip(stored["id"][changed_at].tolist(), at[changed_at].tolist(), strict=True))
+    has_label = np.zeros(len(items.keys), bool)
+    has_label[at[matched]] = True
+    created = np.flatnonzero(~has_label).tolist()
     for start in range(0, len(stale), 5000):
         CriterionLabel.objects.filter(pk__in=stale[start : start + 5000]).delete()
     job_id = job.pk if job else None
     update_rows(
         CriterionLabel,
         _COLUMNS[2:],
-        ((pk, _label_values(key, new, job_id, now)[2:]) for pk, key, new in changed),
+        ((pk, items.values(i, job_id, now)[2:]) for pk, i in changed),
     )
-    insert_rows(
-        CriterionLabel, _COLUMNS, (_label_values(key, new, job_id, now) for key, new in created)
-    )
+    insert_rows(CriterionLabel, _COLUMNS, (items.values(i, job_id, now) for i in created))
     return {
         "created": len(created),
         "updated": len(changed),
         "deleted": len(stale),
-        "unchanged": len(labels) - len(created) - len(changed),
+        "unchanged": len(items.keys) - len(created) - len(changed),
     }
 
 
@@ -253,15 +319,10 @@ _COLUMNS = (
     "votes_b",
     "votes_tie",
     "vote_ids",
+    "vote_digest",
     "job_id",
     "computed_at",
 )
-
-
-def _label_values(key: tuple[int, int], new: tuple, job_id: int | None, now: Any) -> tuple:
-    """A label's values in the order of ``_COLUMNS``."""
-    outcome, preference, a, b, t, vote_ids = new
-    return (*key, outcome, preference, a, b, t, JsonText(vote_ids), job_id, now)
 
 
 def project_aggregate(
@@ -300,27 +361,41 @@ def project_aggregate(
             votes = _load_votes(_formal_votes(project, s, criteria), progress, done, total, label)
             done += len(votes["id"])
             progress(done, total, f"{label}: labels and agreement")
-            labels, arrays = _label_rows(votes, criteria, k)
-            figures = _agreement(
-                votes, arrays, criteria, k, min_overlap=min_overlap, n_boot=n_boot, seed=seed
-            )
+            items = _label_items(votes, criteria, k)
+            names = _rater_names(votes)
+            options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
+            inputs = _inputs_digest(votes, criteria, k, names, options)
+            snapshot = AgreementSnapshot.objects.filter(project=project, split=s).first()
+            unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
             now = timezone.now()
-            figures = {"split": s, **figures, "computed_at": now.isoformat()}
-            progress(done, total, f"{label}: writing {len(labels):,} labels")
+            figures = None
+            if not unchanged:
+                figures = _agreement(votes, items, criteria, k, names, **options)
+                figures = {
+                    "split": s,
+                    **figures,
+                    "computed_at": now.isoformat(),
+                    "inputs_digest": inputs,
+                }
+            progress(done, total, f"{label}: writing labels")
             with transaction.atomic():
-                writes = _write_labels(project=project, split=s, labels=labels, job=job, now=now)
-                AgreementSnapshot.objects.update_or_create(
-                    project=project,
-                    split=s,
-                    defaults={"figures": figures, "job": job, "computed_at": now},
+                writes = _write_labels(
+                    project=project, split=s, criteria=criteria, items=items, job=job, now=now
                 )
-            n_samples = len(np.unique(arrays["item_sample"]))
-            position = np.searchsorted(np.unique(arrays["item_sample"]), arrays["item_sample"])
-            kept_samples = int(rules.samples_kept(position, arrays["outcome"], n_samples).sum())
-            by_outcome = np.bincount(arrays["outcome"], minlength=len(rules.OUTCOMES))
+                if figures is not None:
+                    AgreementSnapshot.objects.update_or_create(
+                        project=project,
+                        split=s,
+                        defaults={"figures": figures, "job": job, "computed_at": now},
+                    )
+            unique_samples, position = np.unique(items.sample, return_inverse=True)
+            n_samples = len(unique_samples)
+            kept_samples = int(rules.samples_kept(position, items.outcome, n_samples).sum())
+            by_outcome = np.bincount(items.outcome, minlength=len(rules.OUTCOMES))
             out["splits"][s] = {
                 "votes": len(votes["id"]),
-                "labels": len(labels),
+                "labels": len(items.keys),
+                "agreement": "unchanged" if unchanged else "computed",
                 "outcomes": {o: int(n) for o, n in zip(rules.OUTCOMES, by_outcome, strict=True)},
                 "kept": int(by_outcome[list(rules.KEPT)].sum()),
                 "samples": n_samples,

@@ -213,3 +213,39 @@ def test_progress_is_reported(voted):
     assert calls[0] == (0, 23, "reading votes")
     assert calls[-1] == (23, 23, "done")
     assert any("writing" in (m or "") for _, _, m in calls)
+
+
+def test_an_unchanged_rerun_keeps_the_agreement_snapshot(voted, annotators):
+    project, s2, c = voted["s1"].project, voted["s2"], voted["c"]
+    first = project_aggregate(project=project, n_boot=20)["splits"]["open_ended"]
+    assert first["agreement"] == "computed"
+    snapshot = AgreementSnapshot.objects.get(project=project, split="open_ended")
+    second = project_aggregate(project=project, n_boot=20)["splits"]["open_ended"]
+    assert second["agreement"] == "unchanged"
+    again = AgreementSnapshot.objects.get(project=project, split="open_ended")
+    assert (again.computed_at, again.figures) == (snapshot.computed_at, snapshot.figures)
+    # Other bootstrap options, a changed vote, a renamed annotator: computed again.
+    assert project_aggregate(project=project, n_boot=30)["splits"]["open_ended"]["agreement"] == (
+        "computed"
+    )
+    s2.votes.filter(criterion=c[0]).filter(annotator=annotators[3]).update(choice="A")
+    result = project_aggregate(project=project, n_boot=30)["splits"]["open_ended"]
+    assert (result["agreement"], result["updated"]) == ("computed", 1)
+    annotators[3].username = "renamed"
+    annotators[3].save()
+    assert project_aggregate(project=project, n_boot=30)["splits"]["open_ended"]["agreement"] == (
+        "computed"
+    )
+    figures = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    assert "renamed" in figures["pairwise"]["annotators"]
+
+
+def test_a_new_k_relabels_every_item_whose_rule_outcome_changes(voted):
+    project, s1, c = voted["s1"].project, voted["s1"], voted["c"]
+    project_aggregate(project=project, n_boot=20)
+    assert _label(s1, c[4]).outcome == "dropped_missing"  # "AA" with k = 3
+    project.annotators_per_sample = 2
+    project.save(update_fields=["annotators_per_sample"])
+    result = project_aggregate(project=project, n_boot=20)["splits"]["open_ended"]
+    assert result["updated"] == 7  # the digest holds k: every label is checked again
+    assert (_label(s1, c[4]).outcome, _label(s1, c[4]).preference) == ("kept_unanimous", "A")

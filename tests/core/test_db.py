@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from aggregation.models import CriterionLabel
 from annotation.models import Sample
-from core.db import JsonText, insert_rows, update_rows
+from core.db import JsonText, insert_rows, read_int_columns, update_rows
 
 pytestmark = pytest.mark.django_db
 NOW = timezone.now()
@@ -112,3 +113,31 @@ def test_a_failed_insert_leaves_no_rows(project):
     with pytest.raises(IntegrityError), transaction.atomic():
         insert_rows(CriterionLabel, FIELDS, rows)
     assert CriterionLabel.objects.count() == 0
+
+
+def test_read_int_columns_returns_aligned_int64_arrays(project):
+    samples = _samples(project, 4)
+    got = read_int_columns(
+        Sample.objects.filter(project=project).order_by("pk"), ["id", "project_id"]
+    )
+    assert got["id"].dtype == np.int64
+    assert got["id"].tolist() == [s.pk for s in samples]
+    assert got["project_id"].tolist() == [project.pk] * 4
+    empty = read_int_columns(Sample.objects.none(), ["id"])
+    assert empty["id"].tolist() == [] and empty["id"].dtype == np.int64
+
+
+def test_read_int_columns_reads_annotations_and_large_values(project):
+    from django.db.models import F, Value
+    from django.db.models.fields import BigIntegerField
+
+    _samples(project, 2)
+    big = 2**62 + 7
+    got = read_int_columns(
+        Sample.objects.filter(project=project)
+        .annotate(big=Value(big, output_field=BigIntegerField()), twice=F("id") * 2)
+        .order_by("pk"),
+        ["big", "twice", "id"],
+    )
+    assert got["big"].tolist() == [big, big]
+    assert got["twice"].tolist() == [2 * i for i in got["id"].tolist()]
