@@ -16,7 +16,7 @@ from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 
 from .rows import SampleFields, has_conflict, row_build
-from .writers import JsonlWriter, ParquetRowWriter, file_digest, jsonl_line, zip_write
+from .writers import JsonlWriter, ParquetRowWriter, ZipWriter, file_digest, jsonl_line
 
 CHUNK_SIZE = 500
 
@@ -77,7 +77,6 @@ class BuildResult:
 # (key, lookup) of what a row needs from a label, its criterion and its sample.
 _LABEL_FIELDS = (
     ("preference", "preference"),
-    ("vote_ids", "vote_ids"),
     ("criterion", "criterion__key"),
     ("prompt_id", "sample__external_id"),
     ("split", "sample__split"),
@@ -87,8 +86,10 @@ _LABEL_FIELDS = (
     ("model_a", "sample__model_a"),
     ("model_b", "sample__model_b"),
     ("image_name", "sample__image"),
-    ("metadata", "sample__metadata"),
 )
+# Read only when needed: decoding JSON for every row costs more than any other field.
+_VOTE_IDS = ("vote_ids", "vote_ids")
+_QUESTION_IDS = ("question_ids", "sample__metadata__question_ids")
 
 
 #: Where a version's labels come from: the aggregated votes, or the published preferences
@@ -108,15 +109,22 @@ def published_labels(*, project: Project) -> Any:
 
 
 def _chunks(
-    project: Project, include_seeds: bool, labels_from: str = LABELS_VOTES
+    project: Project,
+    include_seeds: bool,
+    labels_from: str = LABELS_VOTES,
+    include_votes: bool = False,
 ) -> Iterator[list[dict[str, Any]]]:
     # Plain values, not model instances: building 100,000s of instances would dominate.
+    fields = list(_LABEL_FIELDS)
     if labels_from == LABELS_PUBLISHED:
         source = published_labels(project=project)
+        fields.append(_QUESTION_IDS)
     else:
         source = exportable_labels(project=project, include_seeds=include_seeds)
-    labels = source.values_list(*(lookup for _, lookup in _LABEL_FIELDS))
-    keys = [key for key, _ in _LABEL_FIELDS]
+    if include_votes:
+        fields.append(_VOTE_IDS)
+    labels = source.values_list(*(lookup for _, lookup in fields))
+    keys = [key for key, _ in fields]
     chunk: list[dict[str, Any]] = []
     for values in labels.iterator(chunk_size=2000):
         chunk.append(dict(zip(keys, values, strict=True)))
@@ -167,7 +175,6 @@ def export_build(
     """
     total = export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
     paths = {kind: out_dir / pattern.format(stem=stem) for kind, pattern in FILE_NAMES.items()}
-    image_list = out_dir / "images.tsv"  # (relative path, storage name) in row order
     pseudonyms = project_pseudonyms(project=project)
     per_split: dict[str, SplitStats] = defaultdict(SplitStats)
     prompt_key: tuple[str, str] | None = None
@@ -180,82 +187,81 @@ def export_build(
             stats.prompts += 1
             stats.conflict_prompts += has_conflict(prompt_prefs)
 
+    # Each prompt's image is read once per chunk: into the zip when its first row comes, and
+    # from this cache (the chunk's images) into the chunk's Parquet row group.
+    chunk_images: dict[str, bytes] = {}
+
+    def prompt_image(name: str) -> bytes:
+        if name not in chunk_images:
+            chunk_images[name] = _read_image(name)
+        return chunk_images[name]
+
     jsonl = JsonlWriter(paths["jsonl"])
     parquet = ParquetRowWriter(
-        paths["parquet"], include_votes=include_votes, read_image=_read_image
+        paths["parquet"], include_votes=include_votes, read_image=prompt_image
     )
+    archive = ZipWriter(paths["jsonl_zip"])
     try:
-        with open(image_list, "w", encoding="utf-8") as image_fh:
-            for chunk in _chunks(project, include_seeds, labels_from):
-                votes = _votes_by_id(chunk) if include_votes else {}
-                rows: list[dict[str, Any]] = []
-                names: list[str] = []
-                for label in chunk:
-                    fields = SampleFields(
-                        prompt_id=label["prompt_id"],
-                        split=label["split"],
-                        question=label["question"],
-                        pred_a=label["pred_a"],
-                        pred_b=label["pred_b"],
-                        model_a=label["model_a"],
-                        model_b=label["model_b"],
-                        image_name=label["image_name"] or "",
-                    )
-                    row_votes = None
-                    if include_votes:
-                        ids = [int(i) for i in label["vote_ids"] or []]
-                        row_votes = pseudonyms.votes([votes[i] for i in ids if i in votes])
-                    question_ids = (label["metadata"] or {}).get("question_ids")
-                    row = row_build(
-                        fields,
-                        criterion=label["criterion"],
-                        preference=label["preference"],
-                        votes=row_votes,
-                        question_id=question_ids.get(label["criterion"])
-                        if labels_from == LABELS_PUBLISHED and isinstance(question_ids, dict)
-                        else None,
-                    )
-                    key = (row["split"], row["prompt_id"])
-                    if key != prompt_key:
-                        close_prompt()
-                        prompt_key, prompt_prefs[:] = key, []
-                        if row["image_path"]:
-                            image_fh.write(f"{row['image_path']}\t{fields.image_name}\n")
-                            images += 1
-                    prompt_prefs.append(row["preference"])
-                    stats = per_split[row["split"]]
-                    stats.rows += 1
-                    stats.per_criterion[row["criterion"]] += 1
-                    rows.append(row)
-                    names.append(fields.image_name)
-                lines = [jsonl_line(row) for row in rows]
-                jsonl.write_lines(lines)
-                parquet.write(rows, names)
-                if on_rows is not None:
-                    on_rows(rows, lines)
-                done += len(rows)
-                if progress is not None:
-                    progress(done, total, f"{done} of {total} rows")
-            close_prompt()
+        for chunk in _chunks(project, include_seeds, labels_from, include_votes):
+            chunk_images.clear()
+            votes = _votes_by_id(chunk) if include_votes else {}
+            rows: list[dict[str, Any]] = []
+            names: list[str] = []
+            for label in chunk:
+                fields = SampleFields(
+                    prompt_id=label["prompt_id"],
+                    split=label["split"],
+                    question=label["question"],
+                    pred_a=label["pred_a"],
+                    pred_b=label["pred_b"],
+                    model_a=label["model_a"],
+                    model_b=label["model_b"],
+                    image_name=label["image_name"] or "",
+                )
+                row_votes = None
+                if include_votes:
+                    ids = [int(i) for i in label["vote_ids"] or []]
+                    row_votes = pseudonyms.votes([votes[i] for i in ids if i in votes])
+                question_ids = label.get("question_ids")
+                row = row_build(
+                    fields,
+                    criterion=label["criterion"],
+                    preference=label["preference"],
+                    votes=row_votes,
+                    question_id=question_ids.get(label["criterion"])
+                    if labels_from == LABELS_PUBLISHED and isinstance(question_ids, dict)
+                    else None,
+                )
+                key = (row["split"], row["prompt_id"])
+                if key != prompt_key:
+                    close_prompt()
+                    prompt_key, prompt_prefs[:] = key, []
+                    if row["image_path"]:
+                        archive.add_image(row["image_path"], prompt_image(fields.image_name))
+                        images += 1
+                prompt_prefs.append(row["preference"])
+                stats = per_split[row["split"]]
+                stats.rows += 1
+                stats.per_criterion[row["criterion"]] += 1
+                rows.append(row)
+                names.append(fields.image_name)
+            lines = [jsonl_line(row) for row in rows]
+            jsonl.write_lines(lines)
+            parquet.write(rows, names)
+            if on_rows is not None:
+                on_rows(rows, lines)
+            done += len(rows)
+            if progress is not None:
+                progress(done, total, f"{done} of {total} rows")
+        close_prompt()
+        jsonl.close()
+        if progress is not None:
+            progress(done, total, "Adding the rows to the zip")
+        archive.add_jsonl(paths["jsonl"])
     finally:
         jsonl.close()
         parquet.close()
-
-    def image_entries() -> Iterator[tuple[str, str]]:
-        with open(image_list, encoding="utf-8") as fh:
-            for line in fh:
-                relpath, name = line.rstrip("\n").split("\t", 1)
-                yield relpath, name
-
-    if progress is not None:
-        progress(done, total, "Writing the zip with the images")
-    zip_write(
-        paths["jsonl_zip"],
-        jsonl=paths["jsonl"],
-        images=image_entries(),
-        open_image=lambda name: default_storage.open(name, "rb"),
-    )
-    image_list.unlink()
+        archive.close()
     return BuildResult(
         files=paths,
         digests={kind: file_digest(path) for kind, path in paths.items()},

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -24,12 +25,12 @@ COPY_CHUNK = 1024 * 1024
 ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 ZIP_FILE_MODE = 0o644 << 16
 JSONL_ENTRY = "rows.jsonl"
+JSONL_DEFLATE_LEVEL = 1
 
 
 def jsonl_line(row: dict[str, Any]) -> bytes:
-    return (
-        json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
-    ).encode()
+    """One row as compact JSON with sorted keys, UTF-8, and a newline (orjson: ~10x json)."""
+    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
 def file_digest(path: Path) -> tuple[str, int]:
@@ -94,7 +95,11 @@ def parquet_schema(*, include_votes: bool) -> pa.Schema:
 
 
 class ParquetRowWriter:
-    """Writes each chunk of rows as one row group, images embedded as bytes."""
+    """Writes each chunk of rows as one row group, images embedded as bytes.
+
+    ``read_image(name)`` is called for every row with an image: the criterion rows of one
+    prompt share its image, so give a function that caches (the build reads each image once).
+    """
 
     def __init__(
         self, path: Path, *, include_votes: bool, read_image: Callable[[str], bytes]
@@ -111,15 +116,13 @@ class ParquetRowWriter:
         if not rows:
             return
         columns: dict[str, list[Any]] = {f.name: [] for f in self.schema}
-        cache: dict[str, bytes] = {}  # the criterion rows of one prompt share its image
         for row, name in zip(rows, image_names, strict=True):
             for field in ROW_FIELDS:
                 columns[field].append(row[field])
-            if name:
-                if name not in cache:
-                    cache.clear()
-                    cache[name] = self._read_image(name)
-                columns["image"].append({"bytes": cache[name], "path": row["image_path"]})
+            if name:  # read_image caches: the criterion rows of one prompt share its image
+                columns["image"].append(
+                    {"bytes": self._read_image(name), "path": row["image_path"]}
+                )
             else:
                 columns["image"].append(None)
             if self._include_votes:
@@ -144,37 +147,35 @@ def _copy(src: BinaryIO, dst: IO[bytes]) -> None:
         dst.write(chunk)
 
 
-def zip_write(
-    path: Path,
-    *,
-    jsonl: Path,
-    images: Iterable[tuple[str, str]],
-    open_image: Callable[[str], BinaryIO],
-) -> int:
-    """Write ``rows.jsonl`` then each ``(relative path, storage name)`` image; returns the count.
+def _safe_entry(relpath: str) -> str:
+    if relpath.startswith("/") or ".." in relpath.split("/"):
+        raise ValueError(f"unsafe image path {relpath!r}")
+    return relpath
 
-    Images are stored uncompressed (they already are compressed); the JSONL is deflated. Each
-    entry is streamed; what stays in memory is the zip's central directory (a few hundred bytes
-    per entry, written at the end as the format requires).
+
+class ZipWriter:
+    """The version's zip, written in one pass: each image as its prompt's rows stream by (the
+    bytes the Parquet writer already read), then ``rows.jsonl`` once the JSONL is complete.
+
+    Images are stored uncompressed (they already are compressed); the JSONL is deflated at
+    level 1 (a fifth of the time of the default level for a few percent more bytes). What
+    stays in memory is the central directory (a few hundred bytes per entry).
     """
-    count = 0
-    with zipfile.ZipFile(path, "w", allowZip64=True) as zf:
-        with (
-            open(jsonl, "rb") as src,
-            zf.open(
-                _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED), "w", force_zip64=True
-            ) as dst,
-        ):
+
+    def __init__(self, path: Path) -> None:
+        self._zf = zipfile.ZipFile(path, "w", allowZip64=True, compresslevel=JSONL_DEFLATE_LEVEL)
+        self.images = 0
+
+    def add_image(self, relpath: str, data: bytes) -> None:
+        info = _zip_info(_safe_entry(relpath), compress=zipfile.ZIP_STORED)
+        with self._zf.open(info, "w", force_zip64=True) as dst:
+            dst.write(data)
+        self.images += 1
+
+    def add_jsonl(self, jsonl: Path) -> None:
+        info = _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED)
+        with open(jsonl, "rb") as src, self._zf.open(info, "w", force_zip64=True) as dst:
             _copy(src, dst)
-        for relpath, name in images:
-            if relpath.startswith("/") or ".." in relpath.split("/"):
-                raise ValueError(f"unsafe image path {relpath!r}")
-            with (
-                open_image(name) as src,
-                zf.open(
-                    _zip_info(relpath, compress=zipfile.ZIP_STORED), "w", force_zip64=True
-                ) as dst,
-            ):
-                _copy(src, dst)
-            count += 1
-    return count
+
+    def close(self) -> None:
+        self._zf.close()

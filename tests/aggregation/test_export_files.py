@@ -152,7 +152,11 @@ def test_zip_holds_the_jsonl_and_the_images_with_relative_paths(project, lead, d
     version = version_build(project=project, by=lead)
     with zipfile.ZipFile(io.BytesIO(content(version, "jsonl_zip"))) as zf:
         names = zf.namelist()
-        assert names == ["rows.jsonl", "images/p1.png", "images/p2.png", "images/r1.png"]
+        # One pass: each image as its prompt's rows go by, the rows once all are written.
+        assert names == ["images/p1.png", "images/p2.png", "images/r1.png", "rows.jsonl"]
+        assert [i.compress_type for i in zf.infolist()] == [zipfile.ZIP_STORED] * 3 + [
+            zipfile.ZIP_DEFLATED
+        ]
         for info in zf.infolist():
             assert not info.filename.startswith("/") and ".." not in info.filename.split("/")
             assert info.date_time == (1980, 1, 1, 0, 0, 0)
