@@ -127,3 +127,48 @@ def _consistency(records: Sequence[CallRecord]) -> dict:
             c: {"value": _pct(k, m), "agree": k, "n": m} for c, (k, m) in sorted(agree.items())
         },
     }
+
+
+def _shown(value: float | None, unit: str = "%") -> str:
+    return "n/a" if value is None else f"{value:.2f}{unit}"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f} ms"
+
+
+def runner_lines(figures: dict, *, currency: str = "") -> list[str]:
+    """The runner's figures of one split as lines of text (tables and the job card)."""
+    parse = figures["parse"]
+    tokens = figures["tokens"]
+    latency = figures["latency_ms"]
+    lines = [
+        f"calls {figures['calls']:,} ({figures['cached']:,} from the cache); read directly "
+        f"{parse['direct']:,}, by the verifier {parse['verifier']:,}, unparsed "
+        f"{parse['unparsed']:,}, failed {parse['failed']:,}",
+        f"tokens {tokens['total']:,} (prompt {tokens['prompt']:,}, completion "
+        f"{tokens['completion']:,})"
+        + (
+            ""
+            if figures.get("cost") is None
+            else f"; cost {figures['cost']:.4f} {currency}".rstrip()
+        )
+        + "; latency "
+        + ", ".join(f"p{p} {_ms(latency[f'p{p}'])}" for p in PERCENTILES),
+        "A verdicts: "
+        + ", ".join(
+            f"{_shown(v['value'])} in order {o.upper()} (of {v['n']:,})"
+            for o, v in figures["a_share"].items()
+        ),
+    ]
+    consistency = figures.get("position_consistency")
+    if consistency:
+        per = ", ".join(
+            f"{c} {_shown(v['value'])}" for c, v in consistency["per_criterion"].items()
+        )
+        lines.append(
+            f"position consistency {_shown(consistency['value'])} "
+            f"({consistency['agree']:,} of {consistency['n']:,} rows agree in both orders)"
+            + (f"; {per}" if per else "")
+        )
+    return lines
