@@ -79,8 +79,9 @@ def test_config_flags_override_without_saving(project):
     runner_version(project)
     with FakeOpenAI() as server:
         config = judge_config(server.url, name="saved", temperature=0.0)
-        out, err = run("test-project", "v1", "--config", "saved", "--temperature", "0.5")
+        _, err = run("test-project", "v1", "--config", "saved", "--temperature", "0.5")
         assert {r.body["temperature"] for r in server.requests} == {0.5}
+        assert "Scored saved: 6 calls (6 calls made, 0 cache hits)" in err
     config.refresh_from_db()
     assert config.temperature == 0.0
     assert JudgeRun.objects.get().judge == "saved"
