@@ -100,6 +100,13 @@ class BoardQueryForm(forms.Form):
         return self.cleaned_data.get(name) or None
 
 
+def _config_formfield(field, **kwargs):
+    """Form fields of the config: a URL without a scheme is taken as http (a local server)."""
+    if field.name == "base_url":
+        kwargs["assume_scheme"] = "http"
+    return field.formfield(**kwargs)
+
+
 class JudgeConfigForm(forms.ModelForm):
     """A judge config; the template may be uploaded as a file (its text is stored)."""
 
@@ -115,6 +122,7 @@ class JudgeConfigForm(forms.ModelForm):
 
     class Meta:
         model = JudgeConfig
+        formfield_callback = _config_formfield
         fields = [
             "name",
             "base_url",

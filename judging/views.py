@@ -22,8 +22,10 @@ from annotation.views.jobs import queue_unavailable
 
 from . import selectors, services
 from .charts import Bar, bar_chart_svg
-from .forms import BoardQueryForm, PredictionsUploadForm
-from .models import JudgeRun
+from .forms import BoardQueryForm, JudgeConfigForm, JudgeRunForm, PredictionsUploadForm
+from .models import JudgeConfig, JudgeRun
+from .runner.run import RunnerError
+from .runner.start import judge_run_start as runner_start
 from .selectors import Cell, Column
 
 
@@ -123,6 +125,8 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "n_criteria": len(columns) - len(selectors.HEADLINE),
         "can_upload": is_lead(request.user),
     }
+    if context["can_upload"] and not request.htmx:
+        context.update(_runner_context(version, JudgeRunForm(), _runner_job(request, version)))
     template = "judging/leaderboard.html#board" if request.htmx else "judging/leaderboard.html"
     return render(request, template, context)
 
@@ -283,3 +287,109 @@ def judge_run_delete(request: HttpRequest, slug: str, number: int, run_id: int) 
     if cards:
         return redirect(reverse("scorecard", args=[slug, number, judge]))
     return redirect(reverse("leaderboard", args=[slug, number]))
+
+
+# --- The judge runner ---------------------------------------------------------------------------
+
+
+def _runner_job(request: HttpRequest, version: DatasetVersion) -> Job | None:
+    job_id = JobParamForm(request.GET).job_id()
+    if job_id is None:
+        return None
+    return Job.objects.filter(
+        pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project, params__runner=True
+    ).first()
+
+
+def _runner_context(version: DatasetVersion, form: JudgeRunForm, job: Job | None) -> dict:
+    return {
+        "project": version.project,
+        "version": version,
+        "run_form": form,
+        "run_job": job,
+        "has_configs": JudgeConfig.objects.exists(),
+    }
+
+
+@lead_required
+@require_POST
+def judge_run_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Start the judge runner on this version (the leaderboard's form)."""
+    version = _get_version_for_user(request, slug, number)
+    form = JudgeRunForm(request.POST)
+    job = None
+    if form.is_valid():
+        try:
+            job = runner_start(
+                version=version,
+                config=form.cleaned_data["config"],
+                judge=form.cleaned_data["judge"],
+                by=request.user,
+            )
+        except RunnerError as exc:
+            form.add_error(None, str(exc))
+        except JobQueueUnavailable as exc:
+            form.add_error(None, str(exc))
+            page = render(
+                request,
+                "judging/leaderboard.html#runner-panel",
+                _runner_context(version, form, None),
+            )
+            return queue_unavailable(request, page)
+    if job is not None and not request.htmx:
+        return redirect(f"{reverse('leaderboard', args=[slug, number])}?job={job.pk}#runner")
+    context = _runner_context(version, JudgeRunForm() if job else form, job)
+    status = 200 if job is not None or form.is_valid() else 400
+    return render(request, "judging/leaderboard.html#runner-panel", context, status=status)
+
+
+@lead_required
+def judge_run_status(request: HttpRequest, slug: str, number: int, job_id: int) -> HttpResponse:
+    """The runner job's card, polled while it runs, with links to the scorecard once done."""
+    version = _get_version_for_user(request, slug, number)
+    job = get_object_or_404(
+        Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project, params__runner=True
+    )
+    return render(
+        request, "judging/leaderboard.html#runner-job", {"run_job": job, "version": version}
+    )
+
+
+def _configs_context(form: JudgeConfigForm, editing: JudgeConfig | None = None) -> dict:
+    return {
+        "configs": JudgeConfig.objects.select_related("verifier"),
+        "form": form,
+        "editing": editing,
+    }
+
+
+@lead_required
+@require_http_methods(["GET", "POST"])
+def judge_configs(request: HttpRequest) -> HttpResponse:
+    """The judge configs: the list and a form for a new one."""
+    if request.method == "GET":
+        return render(request, "judging/configs.html", _configs_context(JudgeConfigForm()))
+    form = JudgeConfigForm(request.POST, request.FILES)
+    if form.is_valid():
+        config = form.save(commit=False)
+        config.created_by = request.user
+        config.save()
+        messages.success(request, f"Saved the judge config “{config.name}”.")
+        return redirect("judge-configs")
+    return render(request, "judging/configs.html", _configs_context(form), status=400)
+
+
+@lead_required
+@require_http_methods(["GET", "POST"])
+def judge_config_edit(request: HttpRequest, config_id: int) -> HttpResponse:
+    """Edit one judge config."""
+    config = get_object_or_404(JudgeConfig, pk=config_id)
+    if request.method == "GET":
+        form = JudgeConfigForm(instance=config)
+        return render(request, "judging/configs.html", _configs_context(form, config))
+    form = JudgeConfigForm(request.POST, request.FILES, instance=config)
+    if form.is_valid():
+        form.save()
+        messages.success(request, f"Saved the judge config “{config.name}”.")
+        return redirect("judge-configs")
+    return render(request, "judging/configs.html", _configs_context(form, config), status=400)

@@ -24,7 +24,7 @@ from annotation.models import (
 from annotation.services.jobs import job_create
 from annotation.services.projects import member_add, project_create
 from judging import services as judging_services
-from judging.models import JudgeRun
+from judging.models import JudgeConfig, JudgeRun
 from tests.annotation.work_data import make_formal
 from tests.conftest import make_user
 from tests.judging.web_data import make_token, make_version, predictions_upload
@@ -68,6 +68,12 @@ def build_world() -> PermissionWorld:
     run = JudgeRun.objects.filter(version=version).first()
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
+    runner_job = job_create(
+        kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead, params={"runner": True}
+    )
+    judge_config = JudgeConfig.objects.create(
+        name="matrix-judge", base_url="http://127.0.0.1:9/v1", model="m"
+    )
     keys = {
         "tok_lead_read": make_token(lead, scope="read"),
         "tok_lead_pred": make_token(lead, scope="predictions"),
@@ -96,6 +102,8 @@ def build_world() -> PermissionWorld:
         "path": image,
         "import_job": import_job.pk,
         "score_job": score_job.pk,
+        "runner_job": runner_job.pk,
+        "config_id": judge_config.pk,
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()
