@@ -10,6 +10,7 @@ are derived from the text (one token per four characters, 100 per image).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -118,7 +119,9 @@ class FakeOpenAI:
         for name, value in headers:
             handler.send_header(name, value)
         handler.end_headers()
-        handler.wfile.write(data)
+        # The client may have gone away (a killed worker).
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            handler.wfile.write(data)
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
