@@ -497,7 +497,9 @@ def judge_run_execute(
     )
 
 
-def _label(call: JudgeCall | None) -> str | None:
+def call_label(call: JudgeCall | None) -> str | None:
+    """A stored call as a row label: None (failed or never made), invalid (unparsed), or the
+    verdict."""
     if call is None or call.parse_method == FAILED:
         return None
     if call.parse_method == UNPARSED or not call.verdict:
@@ -577,7 +579,7 @@ def _score(
         for qid in questions:
             orders = cells.get((run, qid), {})
             ab, ba = orders.get("ab"), orders.get("ba")
-            label = combine_orders(_label(ab), _label(ba), both=both)
+            label = combine_orders(call_label(ab), call_label(ba), both=both)
             if label is None:
                 continue
             raw = ab.raw_output if ab else ""
