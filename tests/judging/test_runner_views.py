@@ -157,3 +157,19 @@ def test_annotator_sees_no_run_form(client, annotator, project):
     page = client.get(reverse("leaderboard", args=[project.slug, version.number]))
     assert page.status_code == 200
     assert 'id="runner"' not in page.content.decode()
+
+
+def test_scorecard_page_shows_the_runner_figures(client, lead, project):
+    from judging.runner.run import judge_run_execute
+
+    version = runner_version(project)
+    with FakeOpenAI() as server:
+        config = judge_config(server.url, orders="both", budget_tokens=100_000)
+        judge_run_execute(version=version, config=config, judge="paged", by=lead)
+    client.force_login(lead)
+    page = client.get(reverse("scorecard", args=[project.slug, 1, "paged"])).content.decode()
+    assert "Judge runner" in page and "fake-vl-7b" in page
+    assert "<strong>83.33%</strong>" in page
+    assert "5 of 6 rows agree in both orders" in page
+    assert "<strong>66.67%</strong> <span class=\"muted\">in order AB (of 6)</span>" in page
+    assert "Partial run" not in page
