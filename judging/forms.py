@@ -125,9 +125,9 @@ class JudgeConfigForm(forms.ModelForm):
         formfield_callback = _config_formfield
         fields = [
             "name",
-            "base_url",
             "model",
             "api_key_env",
+            "base_url",
             "temperature",
             "top_p",
             "max_tokens",

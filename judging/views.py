@@ -350,9 +350,12 @@ def judge_run_status(request: HttpRequest, slug: str, number: int, job_id: int) 
     job = get_object_or_404(
         Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project, params__runner=True
     )
-    return render(
+    response = render(
         request, "judging/leaderboard.html#runner-job", {"run_job": job, "version": version}
     )
+    if job.status == Job.Status.SUCCEEDED:
+        response["HX-Trigger"] = "judge-run-done"  # the leaderboard reloads its table
+    return response
 
 
 def _configs_context(form: JudgeConfigForm, editing: JudgeConfig | None = None) -> dict:
