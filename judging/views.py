@@ -302,12 +302,15 @@ def _runner_job(request: HttpRequest, version: DatasetVersion) -> Job | None:
 
 
 def _runner_context(version: DatasetVersion, form: JudgeRunForm, job: Job | None) -> dict:
+    # One query for the configs: the select's options come from this list.
+    configs = list(JudgeConfig.objects.values_list("pk", "name"))
+    form.fields["config"].choices = [("", form.fields["config"].empty_label), *configs]
     return {
         "project": version.project,
         "version": version,
         "run_form": form,
         "run_job": job,
-        "has_configs": JudgeConfig.objects.exists(),
+        "has_configs": bool(configs),
     }
 
 
