@@ -25,6 +25,11 @@ IMAGE_TOKENS = 100
 _BLOCK = re.compile(r"\[Response (\d)\]\n(.*?)\n\[End of Response \1\]", re.S)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default (5) resets connections at 64 in flight
+
+
 @dataclass
 class Recorded:
     """One request the server got."""
@@ -101,8 +106,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 fake._handle(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
