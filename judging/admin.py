@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from .models import JudgeCall, JudgeConfig
+from .runner.run import shown_output
 
 
 @admin.register(JudgeConfig)
@@ -19,6 +20,12 @@ class JudgeCallAdmin(admin.ModelAdmin):
     list_display = ("key", "model", "order", "run_index", "parse_method", "verdict", "latency_ms")
     list_filter = ("parse_method", "kind", "order")
     search_fields = ("key", "model")
+    exclude = ("raw_output",)
+    readonly_fields = ("output",)
+
+    @admin.display(description="Raw output (stored whole, shown shortened)")
+    def output(self, call: JudgeCall) -> str:
+        return shown_output(call.raw_output)
 
     def has_add_permission(self, request):
         return False

@@ -85,11 +85,13 @@ class FakeOpenAI:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def fail_next(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
-        """Answer the next ``times`` requests with ``status`` (and a Retry-After header)."""
+    def fail_next(
+        self, status: int, times: int = 1, retry_after: str | None = None, location: str = ""
+    ) -> None:
+        """Answer the next ``times`` requests with ``status`` (a Retry-After, a Location)."""
         with self._lock:
             for _ in range(times):
-                self._failures.append((status, retry_after))
+                self._failures.append((status, retry_after, location))
 
     def answered(self) -> list[Recorded]:
         """The requests answered with 200."""
@@ -144,9 +146,11 @@ class FakeOpenAI:
             if self.delay:
                 time.sleep(self.delay)
             if failure is not None:
-                status, retry_after = failure
+                status, retry_after, location = failure
                 record.status = status
                 headers = [("Retry-After", retry_after)] if retry_after is not None else []
+                if location:
+                    headers.append(("Location", location))
                 self._send(handler, status, {"error": {"message": "try later"}}, headers)
                 return
             text = record.text()

@@ -167,7 +167,8 @@ def test_rate_limit_spaces_the_requests(server, version, lead):
     # The bucket holds one token: a request every 0.5 s (the first opens the connection, so
     # its arrival is measured a little late).
     gaps = [b - a for a, b in itertools.pairwise(starts[1:])]
-    assert min(gaps) >= 0.45 and starts[-1] - starts[0] >= 2.2
+    assert min(gaps) >= 0.35 and sum(gaps) / len(gaps) >= 0.47  # arrival times jitter
+    assert starts[-1] - starts[0] >= 2.2
 
 
 def test_concurrency_is_bounded(version, lead):
