@@ -23,7 +23,7 @@ from judging.prompt import PromptTemplate, load_template
 from .engine import Task
 from .figures import combine_orders
 from .requests import RowCall, image_sha256
-from .run import call_label, keys_for, make_calls, orders_of, stored_calls
+from .run import call_label, calls_by_key, keys_for, make_calls, orders_of, stored_calls
 
 HOLISTIC_TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "prompts" / "holistic.txt"
 KIND = JudgeCall.Kind.HOLISTIC
@@ -93,7 +93,7 @@ def holistic_judge(
         kind=KIND,
         transport=transport,
     )
-    stored = {c.key: c for c in JudgeCall.objects.filter(key__in=keys)}
+    stored = calls_by_key(keys)
     both = len(orders_of(config)) == 2
     by_sample: dict[int, dict[tuple[int, str], JudgeCall | None]] = {}
     for call, key in zip(calls, keys, strict=True):

@@ -188,15 +188,21 @@ def keys_for(
     ]
 
 
-def stored_calls(keys: Iterable[str]) -> dict[str, JudgeCall]:
-    """The answered calls among ``keys`` (a failed call is asked again, so it is left out)."""
+def calls_by_key(keys: Iterable[str], *, answered_only: bool = False) -> dict[str, JudgeCall]:
+    """The stored calls among ``keys`` (``answered_only``: leave failed ones out)."""
     keys = list(keys)
     found: dict[str, JudgeCall] = {}
     for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        for call in JudgeCall.objects.filter(key__in=chunk).exclude(parse_method=FAILED):
-            found[call.key] = call
+        query = JudgeCall.objects.filter(key__in=keys[start : start + _CHUNK])
+        if answered_only:
+            query = query.exclude(parse_method=FAILED)
+        found.update((call.key, call) for call in query)
     return found
+
+
+def stored_calls(keys: Iterable[str]) -> dict[str, JudgeCall]:
+    """The answered calls among ``keys`` (a failed call is asked again, so it is left out)."""
+    return calls_by_key(keys, answered_only=True)
 
 
 def body_maker(config: JudgeConfig, template: PromptTemplate) -> Callable[[Task], dict[str, Any]]:
@@ -290,8 +296,8 @@ class Tally:
         return self.made / elapsed if elapsed > 0 else 0.0
 
 
-def progress_line(done: int, total: int, tally: Tally, cached: int, config: JudgeConfig) -> str:
-    """``done/total calls · calls/s · tokens · cost · cache hits`` for a bar or a job card."""
+def progress_line(tally: Tally, cached: int, config: JudgeConfig) -> str:
+    """``calls/s · tokens · cost · cache hits`` (the bar and the job card show done/total)."""
     cost = cost_of(
         tally.prompt_tokens,
         tally.completion_tokens,
@@ -299,7 +305,6 @@ def progress_line(done: int, total: int, tally: Tally, cached: int, config: Judg
         _price(config.price_output_per_million),
     )
     parts = [
-        f"{done:,}/{total:,} calls",
         f"{tally.rate():.1f} calls/s",
         f"{tally.tokens:,} tokens",
     ]
@@ -369,7 +374,7 @@ def make_calls(
                     f"{budget:,}; the rows not asked count as missing."
                 )
             done = cached + tally.made
-            progress(done, total, progress_line(done, total, tally, cached, config))
+            progress(done, total, progress_line(tally, cached, config))
             if not running and engine.answers.empty():
                 break
     except BaseException:
@@ -522,13 +527,7 @@ def _score(
     job: Job | None,
 ) -> RunResult:
     both = config.orders == JudgeConfig.Orders.BOTH
-    stored = (
-        {c.key: c for c in JudgeCall.objects.filter(key__in=keys)} if len(keys) < _CHUNK else {}
-    )
-    if len(keys) >= _CHUNK:
-        for start in range(0, len(keys), _CHUNK):
-            for c in JudgeCall.objects.filter(key__in=keys[start : start + _CHUNK]):
-                stored[c.key] = c
+    stored = calls_by_key(keys)
     # Per run and row: the call of each order.
     cells: dict[tuple[int, str], dict[str, JudgeCall | None]] = {}
     records_by_split: dict[str, list[CallRecord]] = {}

@@ -159,7 +159,7 @@ class Command(BaseCommand):
             return
         filled = int(_BAR * done / total)
         bar = "#" * filled + "." * (_BAR - filled)
-        self.stderr.write(f"\r[{bar}] {message}\x1b[K", ending="")
+        self.stderr.write(f"\r[{bar}] {done:,}/{total:,} calls · {message}\x1b[K", ending="")
         self.stderr.flush()
 
     def _scorecard(self, version: DatasetVersion, result: Any, options: dict[str, Any]) -> str:
