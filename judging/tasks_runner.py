@@ -30,6 +30,7 @@ def _run(job: Job, progress: ProgressReporter) -> dict[str, Any]:
     )
     return {
         "summary": result.summary(),
+        "estimate": result.estimate.text(),
         "judge": result.judge,
         "splits": [c.split for c in result.scorecards],
         "run_ids": [r.pk for r in result.runs],

@@ -236,3 +236,25 @@ def test_nothing_answered_is_an_error_and_stores_no_run(server, version, lead):
     with pytest.raises(RunnerError, match=refused):
         judge_run_execute(version=version, config=config, by=lead)
     assert not JudgeRun.objects.exists()
+
+
+def test_interrupted_run_resumes_asking_only_what_is_missing(version, lead):
+    """An interrupted command (Ctrl-C) keeps every answer; running it again asks the rest."""
+    calls_seen = []
+
+    def interrupt(done, total=None, message=None):
+        calls_seen.append(done)
+        if done >= 5:
+            raise KeyboardInterrupt
+
+    with FakeOpenAI(delay=0.1) as server:
+        config = judge_config(server.url, concurrency=2, orders="both")
+        with pytest.raises(KeyboardInterrupt):
+            judge_run_execute(version=version, config=config, by=lead, progress=interrupt)
+        kept = JudgeCall.objects.count()
+        asked = len(server.requests)
+        assert 5 <= kept < 12 and not JudgeRun.objects.exists()
+        result = judge_run_execute(version=version, config=config, by=lead)
+        assert (result.cached, result.made) == (kept, 12 - kept)
+        # Only the calls in flight at the interrupt were asked twice.
+        assert len(server.requests) - 12 <= 2 and asked - kept <= 2
