@@ -407,6 +407,7 @@ class RunResult:
     partial: bool
     stop_reason: str
     failures: list[dict[str, Any]]
+    currency: str = ""
 
     def summary(self) -> str:
         """One paragraph for a person."""
@@ -414,7 +415,7 @@ class RunResult:
         hits = "1 cache hit" if self.cached == 1 else f"{self.cached:,} cache hits"
         text = f"Scored {self.judge}: {self.calls:,} calls ({made}, {hits}), {self.tokens:,} tokens"
         if self.cost is not None:
-            text += f", cost {self.cost:.4f}"
+            text += f", cost {self.cost:.4f} {self.currency}".rstrip()
         text += "."
         if self.failed:
             text += (
@@ -678,4 +679,5 @@ def _score(
         partial=partial,
         stop_reason=outcome.stop_reason,
         failures=failures,
+        currency=config.currency,
     )

@@ -258,3 +258,15 @@ def test_interrupted_run_resumes_asking_only_what_is_missing(version, lead):
         assert (result.cached, result.made) == (kept, 12 - kept)
         # Only the calls in flight at the interrupt were asked twice.
         assert len(server.requests) - 12 <= 2 and asked - kept <= 2
+
+
+def test_cost_from_the_prices_per_million(server, version, lead):
+    config = judge_config(
+        server.url, price_input_per_million="2.5", price_output_per_million="10", currency="EUR"
+    )
+    result = judge_run_execute(version=version, config=config, by=lead)
+    figures = Scorecard.objects.get(version=version, split="open_ended").figures["runner"]
+    tokens = figures["tokens"]
+    expected = round((tokens["prompt"] * 2.5 + tokens["completion"] * 10) / 1e6, 6)
+    assert figures["cost"] == expected == result.cost and expected > 0
+    assert f"cost {expected:.4f} EUR." in result.summary()

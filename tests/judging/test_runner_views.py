@@ -171,5 +171,5 @@ def test_scorecard_page_shows_the_runner_figures(client, lead, project):
     assert "Judge runner" in page and "fake-vl-7b" in page
     assert "<strong>83.33%</strong>" in page
     assert "5 of 6 rows agree in both orders" in page
-    assert "<strong>66.67%</strong> <span class=\"muted\">in order AB (of 6)</span>" in page
+    assert '<strong>66.67%</strong> <span class="muted">in order AB (of 6)</span>' in page
     assert "Partial run" not in page
