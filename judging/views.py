@@ -347,6 +347,7 @@ def judge_run_start(request: HttpRequest, slug: str, number: int) -> HttpRespons
 
 
 @lead_required
+@require_safe
 def judge_run_status(request: HttpRequest, slug: str, number: int, job_id: int) -> HttpResponse:
     """The runner job's card, polled while it runs, with links to the scorecard once done."""
     version = _get_version_for_user(request, slug, number)

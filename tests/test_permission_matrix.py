@@ -154,7 +154,7 @@ MATRIX: dict[str, Entry] = {
     "judge-run-delete": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     # An empty POST is a 400: no config chosen, nothing started.
     "judge-run-start": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 400)),
-    "judge-run-status": Entry(get=LEAD_PAGE, post=LEAD_PAGE),
+    "judge-run-status": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "judge-configs": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     "judge-config-edit": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     # --- REST API ------------------------------------------------------------------------
