@@ -168,7 +168,7 @@ def runner_lines(figures: dict, *, currency: str = "") -> list[str]:
         )
         lines.append(
             f"position consistency {_shown(consistency['value'])} "
-            f"({consistency['agree']:,} of {consistency['n']:,} rows agree in both orders)"
-            + (f"; {per}" if per else "")
+            f"(the two orders agree in {consistency['agree']:,} of {consistency['n']:,} "
+            f"{'row' if consistency['n'] == 1 else 'rows'})" + (f"; {per}" if per else "")
         )
     return lines

@@ -70,7 +70,7 @@ def test_lead_configures_and_runs_a_judge(new_page, celery_worker):
         page.click("text=Qwen2-VL local · Open-ended scorecard")
         page.wait_for_selector("#runner-figures-title")
         section = page.locator(".runner-figures").inner_text()
-        assert "83.33%" in section and "5 of 6 rows agree in both orders" in section
+        assert "83.33%" in section and "the two orders agree in 5 of 6 rows" in section
         page.locator(".runner-figures").scroll_into_view_if_needed()
         screenshot(page, "runner-scorecard-1440")
 

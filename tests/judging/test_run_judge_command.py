@@ -45,7 +45,7 @@ def test_command_runs_scores_and_prints_the_scorecard(project, tmp_path):
         # The table score_judge prints, then the runner's figures.
         assert out.startswith("open_ended: prompts 3 · rows 6")
         assert "cli-judge" in out and "PAcc" in out
-        assert "position consistency 83.33% (5 of 6 rows agree in both orders)" in out
+        assert "position consistency 83.33% (the two orders agree in 5 of 6 rows)" in out
         assert "A verdicts: 66.67% in order AB (of 6), 50.00% in order BA (of 6)" in out
         run_ = JudgeRun.objects.get(judge="cli-judge")
         assert run_.source == "runner" and run_.stats["config"]["model"] == "cli-model"

@@ -170,6 +170,6 @@ def test_scorecard_page_shows_the_runner_figures(client, lead, project):
     page = client.get(reverse("scorecard", args=[project.slug, 1, "paged"])).content.decode()
     assert "Judge runner" in page and "fake-vl-7b" in page
     assert "<strong>83.33%</strong>" in page
-    assert "5 of 6 rows agree in both orders" in page
+    assert "the two orders agree in 5 of 6 rows" in page
     assert '<strong>66.67%</strong> <span class="muted">in order AB (of 6)</span>' in page
     assert "Partial run" not in page
