@@ -12,13 +12,15 @@ from annotation.models import Job
 from annotation.services.jobs import ProgressReporter, job_execute
 
 from .models import JudgeConfig
-from .runner.run import judge_run_execute
+from .runner.run import RunnerError, judge_run_execute
 
 
 def _run(job: Job, progress: ProgressReporter) -> dict[str, Any]:
     params = job.params
     version = DatasetVersion.objects.select_related("project").get(pk=params["version_id"])
-    config = JudgeConfig.objects.select_related("verifier").get(pk=params["config_id"])
+    config = JudgeConfig.objects.select_related("verifier").filter(pk=params["config_id"]).first()
+    if config is None:
+        raise RunnerError("the judge config of this run no longer exists")
     by = get_user_model().objects.filter(pk=job.created_by_id).first()
     result = judge_run_execute(
         version=version,

@@ -1,4 +1,4 @@
-"""The leaderboard, the scorecard page and the predictions upload."""
+"""The leaderboard, the scorecard page, the predictions upload and the judge runner's pages."""
 
 from __future__ import annotations
 

@@ -173,3 +173,18 @@ def test_scorecard_page_shows_the_runner_figures(client, lead, project):
     assert "the two orders agree in 5 of 6 rows" in page
     assert '<strong>66.67%</strong> <span class="muted">in order AB (of 6)</span>' in page
     assert "Partial run" not in page
+
+
+def test_a_run_whose_config_was_deleted_fails_clearly(
+    lead, project, django_capture_on_commit_callbacks
+):
+    from judging.runner.start import judge_run_start
+
+    version = runner_version(project)
+    config = judge_config("http://127.0.0.1:9/v1")
+    with django_capture_on_commit_callbacks(execute=True):
+        job = judge_run_start(version=version, config=config, by=lead)
+        config.delete()
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
+    assert job.error == "the judge config of this run no longer exists"
