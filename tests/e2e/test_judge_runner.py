@@ -39,7 +39,7 @@ def test_lead_configures_and_runs_a_judge(new_page, celery_worker):
     project = project_create(name="Runner study", slug="runner-study")
     version = runner_version(project)
     make_user("lena", LEAD_GROUP)
-    with FakeOpenAI(delay=0.2) as server:
+    with FakeOpenAI(delay=0.4) as server:
         page = new_page()
         login(page, "lena")
         page.goto("/judges/configs/")
@@ -60,6 +60,11 @@ def test_lead_configures_and_runs_a_judge(new_page, celery_worker):
         card = page.locator(".runner-job")
         card.wait_for()
         # Live progress: the card polls the job while the worker makes the calls.
+        running = page.locator(".runner-job [data-job-status=running]")
+        running.wait_for(timeout=30_000)
+        page.wait_for_function(
+            "() => /calls\\/s/.test(document.querySelector('.runner-job').innerText)"
+        )
         page.wait_for_selector(".runner-job [data-job-status=succeeded]", timeout=60_000)
         # The leaderboard's table reloads with the new judge once the run is scored.
         page.wait_for_selector("table.leaderboard >> text=Qwen2-VL local")
