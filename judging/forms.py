@@ -8,7 +8,8 @@ from django import forms
 
 from annotation.models import Split
 
-from .prompt import TemplateFileError, template_hash_resolve
+from .models import JudgeConfig
+from .prompt import TemplateFileError, template_from_bytes, template_hash_resolve
 
 ALLOWED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
@@ -97,3 +98,106 @@ class BoardQueryForm(forms.Form):
         """The field's value when it is valid and given, else None."""
         self.is_valid()
         return self.cleaned_data.get(name) or None
+
+
+def _config_formfield(field, **kwargs):
+    """Form fields of the config: a URL without a scheme is taken as http (a local server)."""
+    if field.name == "base_url":
+        kwargs["assume_scheme"] = "http"
+    return field.formfield(**kwargs)
+
+
+class JudgeConfigForm(forms.ModelForm):
+    """A judge config; the template may be uploaded as a file (its text is stored)."""
+
+    template_file = forms.FileField(
+        required=False,
+        label="Prompt template file",
+        help_text="Optional: a template with $criterion_name, $criterion_description, $question, "
+        "$response_1 and $response_2; leave empty to keep the current one (or the default).",
+    )
+    clear_template = forms.BooleanField(
+        required=False, label="Use the default template", help_text="Drop the stored template."
+    )
+
+    class Meta:
+        model = JudgeConfig
+        formfield_callback = _config_formfield
+        fields = [
+            "name",
+            "model",
+            "api_key_env",
+            "base_url",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "seed",
+            "runs",
+            "orders",
+            "concurrency",
+            "rpm",
+            "timeout_seconds",
+            "retries",
+            "image_max_side",
+            "budget_tokens",
+            "price_input_per_million",
+            "price_output_per_million",
+            "currency",
+            "verifier",
+        ]
+        labels = {
+            "base_url": "Base URL",
+            "api_key_env": "API key variable",
+            "top_p": "Top p",
+            "rpm": "Requests per minute",
+            "timeout_seconds": "Timeout (seconds)",
+            "image_max_side": "Image longest side (px)",
+            "budget_tokens": "Token budget",
+            "price_input_per_million": "Price per million input tokens",
+            "price_output_per_million": "Price per million output tokens",
+        }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        others = JudgeConfig.objects.all()
+        if self.instance.pk:
+            others = others.exclude(pk=self.instance.pk)
+        self.fields["verifier"].queryset = others
+
+    def clean(self) -> dict:
+        data = super().clean()
+        upload = data.get("template_file")
+        if data.get("clear_template"):
+            self.instance.template_text, self.instance.template_name = "", ""
+        elif upload is not None:
+            try:
+                template = template_from_bytes(upload.read(), name=Path(upload.name).name)
+            except TemplateFileError as exc:
+                self.add_error("template_file", str(exc))
+            else:
+                self.instance.template_text = template.text
+                self.instance.template_name = template.name
+        return data
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        # The model's clean() reports template errors under template_text, not a form field.
+        if "template_text" in self.errors:
+            self.add_error("template_file", self.errors.pop("template_text"))
+
+
+class JudgeRunForm(forms.Form):
+    """Start the judge runner on a dataset version from the leaderboard."""
+
+    config = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.all(), label="Judge config", empty_label="Choose a config…"
+    )
+    judge = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Leaderboard name",
+        help_text="Leave empty to use the config's name.",
+    )
+
+    def clean_judge(self) -> str:
+        return self.cleaned_data["judge"].strip()

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import leaderboard
+from .views import leaderboard, runner
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 
@@ -21,6 +21,10 @@ urlpatterns = [
         leaderboard.judge_run_delete,
         name="judge-run-delete",
     ),
+    path(f"{_VERSION}judge-runs/", runner.judge_run_start, name="judge-run-start"),
+    path(f"{_VERSION}judge-runs/<int:job_id>/", runner.judge_run_status, name="judge-run-status"),
+    path("judges/configs/", runner.judge_configs, name="judge-configs"),
+    path("judges/configs/<int:config_id>/", runner.judge_config_edit, name="judge-config-edit"),
     # Judge names may hold a slash (organisation/model), so the judge is the last segment.
     path(f"{_VERSION}leaderboard/<path:judge>/", leaderboard.scorecard, name="scorecard"),
 ]

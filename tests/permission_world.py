@@ -21,7 +21,7 @@ from annotation.services.projects import member_add, project_create
 from core.jobs import job_create
 from core.models import ApiToken, Job
 from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
-from judging.models import JudgeRun
+from judging.models import JudgeConfig, JudgeRun
 from judging.services import scoring as judging_services
 from tests.annotation.work_data import make_formal
 from tests.conftest import make_user
@@ -66,6 +66,12 @@ def build_world() -> PermissionWorld:
     run = JudgeRun.objects.filter(version=version).first()
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
+    runner_job = job_create(
+        kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead, params={"runner": True}
+    )
+    judge_config = JudgeConfig.objects.create(
+        name="matrix-judge", base_url="http://127.0.0.1:9/v1", model="m"
+    )
     keys = {
         "tok_lead_read": make_token(lead, scope="read"),
         "tok_lead_pred": make_token(lead, scope="predictions"),
@@ -94,6 +100,8 @@ def build_world() -> PermissionWorld:
         "path": image,
         "import_job": import_job.pk,
         "score_job": score_job.pk,
+        "runner_job": runner_job.pk,
+        "config_id": judge_config.pk,
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

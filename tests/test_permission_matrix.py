@@ -152,6 +152,11 @@ MATRIX: dict[str, Entry] = {
     "predictions-upload": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "predictions-upload-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "judge-run-delete": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    # An empty POST is a 400: no config chosen, nothing started.
+    "judge-run-start": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 400)),
+    "judge-run-status": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "judge-configs": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
+    "judge-config-edit": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     # --- REST API ------------------------------------------------------------------------
     # The list is filtered to the caller's projects: empty for Q's annotator and no role.
     "api-projects": Entry(
@@ -196,6 +201,7 @@ MATRIX: dict[str, Entry] = {
 #: Which world object fills ``job_id`` for each pattern that has one.
 JOB_FOR = {name: "import_job" for name in ("job-status", "job-cancel", "job-retry", "import-job")}
 JOB_FOR["predictions-upload-status"] = "score_job"
+JOB_FOR["judge-run-status"] = "runner_job"
 
 
 def url_patterns(

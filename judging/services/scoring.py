@@ -289,6 +289,27 @@ def _run_codes(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
     return out
 
 
+def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
+    """The judge runner's figures of the latest runner run on ``split`` (empty without one)."""
+    stats = next(
+        (
+            r.stats
+            for r in reversed(runs)
+            if r.source == JudgeRun.Source.RUNNER and "runner" in r.stats
+        ),
+        None,
+    )
+    if stats is None or split not in stats["runner"]:
+        return {}
+    return {
+        **stats["runner"][split],
+        "partial": bool(stats.get("partial")),
+        "stop_reason": stats.get("stop_reason", ""),
+        "config": stats.get("config", {}),
+        "failures": stats.get("failures", []),
+    }
+
+
 def _headline(figures: dict[str, Any]) -> dict[str, float | None]:
     return {k: (figures.get(k) or {}).get("value") for k in ("pacc", "cmr", "tos", "avg")}
 
@@ -341,6 +362,9 @@ def scorecard_compute(
             for (run, _), fig in zip(covered, per_run, strict=True)
         ]
         figures["template_hashes"] = hashes
+        runner = _runner_figures([run for run, _ in covered], split)
+        if runner:
+            figures["runner"] = runner
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""

@@ -1,4 +1,4 @@
-"""The leaderboard, the scorecard page and the predictions upload."""
+"""The leaderboard, the scorecard page, the predictions upload and the judge runner's pages."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from core.permissions import get_project_for_user, is_lead, lead_required
 from judging.selectors.leaderboard import Cell, Column
 
 from ..charts import Bar, bar_chart_svg
-from ..forms import BoardQueryForm, PredictionsUploadForm
+from ..forms import BoardQueryForm, JudgeRunForm, PredictionsUploadForm
 from ..models import JudgeRun
 from ..selectors import leaderboard as selectors
+from ..selectors.runner import run_form_context, runner_job_get
 from ..services import scoring as services
 
 
@@ -124,6 +125,9 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "n_criteria": len(columns) - len(selectors.HEADLINE),
         "can_upload": is_lead(request.user),
     }
+    if context["can_upload"] and not request.htmx:
+        job = runner_job_get(version=version, job_id=JobParamForm(request.GET).job_id())
+        context.update(run_form_context(version=version, form=JudgeRunForm(), job=job))
     template = "judging/leaderboard.html#board" if request.htmx else "judging/leaderboard.html"
     return render(request, template, context)
 
@@ -284,3 +288,6 @@ def judge_run_delete(request: HttpRequest, slug: str, number: int, run_id: int) 
     if cards:
         return redirect(reverse("scorecard", args=[slug, number, judge]))
     return redirect(reverse("leaderboard", args=[slug, number]))
+
+
+# --- The judge runner ---------------------------------------------------------------------------
