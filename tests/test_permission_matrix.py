@@ -189,6 +189,8 @@ MATRIX: dict[str, Entry] = {
     # --- accounts and media ------------------------------------------------------------------
     "login": Entry(get=web(200, 200, 200, 200, 200), post=web(200, 200, 200, 200, 200)),
     "logout": Entry(get=web(405, 405, 405, 405, 405), post=web(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
+    # Browsers ask for /favicon.ico on every page, logged in or not: the SVG icon.
+    "favicon": Entry(get=web(301, 301, 301, 301, 301), post=web(405, 405, 405, 405, 405)),
     # A web image of P (annotation.permissions.media_file decides; refusals are 404).
     "media": Entry(get=web(LOGIN, 200, 404, 404, 200), post=web(LOGIN, 405, 405, 405, 405)),
 }
