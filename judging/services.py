@@ -26,7 +26,7 @@ from annotation.models import Job
 from annotation.services.jobs import job_create, job_enqueue
 
 from .datasets import rows_from_version
-from .errors import InputFileError
+from .errors import InputFileError, PredictionsFileRejected
 from .metrics import (
     INVALID,
     MISSING,
@@ -74,14 +74,27 @@ class UploadRejected(ValueError):
         self.line = line
         self.file_field = file_field
         self.detail = detail or message
+        #: Every error, as the page and the API list them; ``more`` counts those past the list.
+        self.errors = [self.as_dict()]
+        self.more = 0
         super().__init__(message)
 
     @classmethod
     def from_file_error(cls, exc: InputFileError) -> UploadRejected:
-        return cls(str(exc), field="file", line=exc.line, file_field=exc.field, detail=exc.message)
+        """The file's errors: all of them when the reader listed several (every bad line)."""
+        rejected = cls(
+            str(exc), field="file", line=exc.line, file_field=exc.field, detail=exc.message
+        )
+        if isinstance(exc, PredictionsFileRejected):
+            rejected.errors = [
+                {"line": p.line, "field": p.field or "file", "message": p.message}
+                for p in exc.problems
+            ]
+            rejected.more = exc.more
+        return rejected
 
     def as_dict(self) -> dict[str, Any]:
-        """The error as the page and the API list it: line, field, message."""
+        """The (first) error as the page and the API list it: line, field, message."""
         return {"line": self.line, "field": self.file_field or self.field, "message": self.detail}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judging.datasets import load_rows_file
-from judging.errors import PredictionsFileError
+from judging.errors import PredictionsFileError, PredictionsFileRejected
 from judging.predictions import DatasetIndex, read_predictions
 
 DATA = Path(__file__).parent / "data"
@@ -301,3 +301,40 @@ def test_a_split_spelled_otherwise_must_still_match(tmp_path, index):
     with pytest.raises(PredictionsFileError, match="is in split 'open_ended'") as err:
         read_predictions(jsonl(tmp_path, lines), dataset_index=index)
     assert (err.value.line, err.value.field) == (1, "split")
+
+
+def test_every_bad_line_is_listed_in_file_order(tmp_path, index):
+    text = (
+        "question_id,prediction,run\n"
+        "nope__clarity,A,1\n"  # line 2: unknown id
+        "o1__clarity,A,1,extra\n"  # line 3: too many cells
+        "o1__clarity,A,x\n"  # line 4: bad run
+        "o1__clarity,B,1\n"  # line 5: fine
+        "o1__clarity,A,1\n"  # line 6: duplicate of line 5
+    )
+    with pytest.raises(PredictionsFileRejected) as err:
+        read_predictions(csv_file(tmp_path, text), dataset_index=index)
+    rejected = err.value
+    assert [(p.line, p.field) for p in rejected.problems] == [
+        (2, "question_id"),
+        (3, ""),
+        (4, "run"),
+        (6, "question_id"),
+    ]
+    assert (rejected.count, rejected.more) == (4, 0)
+    # The first problem stays the exception's line and field, for callers that show one.
+    assert (rejected.line, rejected.field) == (2, "question_id")
+    assert str(rejected) == (
+        "line 2, field 'question_id': unknown question id 'nope__clarity' (and 3 more errors)"
+    )
+
+
+def test_the_listed_problems_stop_at_the_cap_and_the_rest_are_counted(tmp_path, index, monkeypatch):
+    from annotation.importing import errors
+
+    lines = [{"question_id": f"nope{i}", "prediction": "A"} for i in range(12)]
+    monkeypatch.setattr(errors, "MAX_PROBLEMS", 10)
+    with pytest.raises(PredictionsFileRejected) as err:
+        read_predictions(jsonl(tmp_path, lines), dataset_index=index)
+    assert (len(err.value.problems), err.value.more, err.value.count) == (10, 2, 12)
+    assert str(err.value).endswith("(and 11 more errors)")
