@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import Job
 from annotation.services.jobs import job_execute
+from core.text import counted
 
 from .services.versions import version_build
 
@@ -28,7 +29,7 @@ def _work(job: Job, progress: Any) -> dict[str, Any]:
         "version": version.number,
         "version_id": version.pk,
         "rows": version.row_count,
-        "summary": f"Version {version.number} is ready: {version.row_count} rows.",
+        "summary": f"Version {version.number} is ready: {counted(version.row_count, 'row')}.",
     }
 
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from aggregation.models import DatasetVersion
 from annotation.models import Job
 from annotation.services.jobs import job_create, job_enqueue
+from core.text import counted, plural_form
 
 from .datasets import rows_from_version
 from .errors import InputFileError, PredictionsFileRejected
@@ -111,15 +112,21 @@ class UploadResult:
         return self.runs[0]
 
     def summary(self) -> str:
+        """What was stored, counted: "Stored run 2 of gpt-4o: 102 predictions." and so on."""
         indexes = ", ".join(str(r.run_index) for r in self.runs)
-        rows = sum(r.stats.get("accepted", 0) for r in self.runs)
+        # A run's stored predictions; "accepted" counts the lines of the whole file.
+        stored = sum(r.stats.get("predictions", r.stats.get("accepted", 0)) for r in self.runs)
         unparsable = sum(r.stats.get("unparsable", 0) for r in self.runs)
-        text = f"Stored run {indexes} of {self.runs[0].judge}: {rows} predictions"
+        runs = plural_form(len(self.runs), "run")
+        text = f"Stored {runs} {indexes} of {self.runs[0].judge}: {counted(stored, 'prediction')}"
         if unparsable:
-            text += f", {unparsable} unparsable (counted as invalid)"
+            text += f", {unparsable:,} unparsable (counted as invalid)"
         missing = sum(r.stats.get("missing", 0) for r in self.runs)
         if missing:
-            text += f"; {missing} dataset rows without a prediction count as wrong"
+            rows = counted(missing, "dataset row")
+            text += (
+                f"; {rows} without a prediction {'counts' if missing == 1 else 'count'} as wrong"
+            )
         return text + "."
 
 
@@ -221,7 +228,7 @@ def judge_run_upload(
             lenient=lenient,
             split=split,
             progress=lambda done, total=None: progress(
-                min(done, n_rows), None, f"Read {done} lines"
+                min(done, n_rows), None, f"Read {counted(done, 'line')}"
             ),
         )
     except InputFileError as exc:
@@ -237,7 +244,7 @@ def judge_run_upload(
 
     file_runs = parsed.run_indices
     n_predictions = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
-    progress(n_rows, n_rows + 1, f"Storing {n_predictions} predictions and scoring")
+    progress(n_rows, n_rows + 1, f"Storing {counted(n_predictions, 'prediction')} and scoring")
     qids = rows.question_id.tolist()
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
@@ -249,6 +256,7 @@ def judge_run_upload(
             stats = parsed.stats(file_run)
             stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
+            stats["predictions"] = int(np.not_equal(parsed.runs[file_run], None).sum())
             run = JudgeRun.objects.create(
                 version=version,
                 judge=judge,

@@ -31,6 +31,7 @@ from django.utils import timezone
 from annotation.models import Choice, Criterion, Job, Project, SampleStatus, Slot, Split, Vote
 from annotation.services.jobs import job_create, job_enqueue
 from annotation.splits import split_label
+from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
@@ -378,8 +379,8 @@ def project_aggregate(
             }
     progress(total, total, "done")
     parts = [
-        f"{split_label(s)}: {r['kept']:,} of {r['labels']:,} labels kept, "
-        f"{r['samples_kept']:,} of {r['samples']:,} samples"
+        f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
+        f"{r['samples_kept']:,} of {counted(r['samples'], 'sample')}"
         for s, r in out["splits"].items()
     ]
     out["summary"] = "; ".join(parts) if parts else "No criteria to aggregate."
