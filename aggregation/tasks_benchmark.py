@@ -11,6 +11,7 @@ from django.core.files.storage import default_storage
 from annotation.importing.errors import ImportRejected
 from annotation.models import Job
 from annotation.services.jobs import job_execute
+from core.text import counted
 
 from .services.benchmark import benchmark_import
 
@@ -35,7 +36,9 @@ def _work(job: Job, progress: Any) -> dict[str, Any]:
         Job.objects.filter(pk=job.pk).update(
             result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
         )
-        raise BenchmarkFilesInvalid(f"{exc.count} error(s); nothing was imported") from None
+        raise BenchmarkFilesInvalid(
+            f"{counted(exc.count, 'error')}; nothing was imported"
+        ) from None
     return result.as_dict()
 
 

@@ -8,6 +8,8 @@ from typing import Any
 from celery import shared_task
 from django.core.files.storage import default_storage
 
+from core.text import counted
+
 from .importing.errors import ImportRejected
 from .importing.service import samples_import
 from .importing.uploads import upload_discard
@@ -49,7 +51,7 @@ def import_samples_task(job_id: int) -> None:
                 result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
             )
             raise ImportFileInvalid(
-                f"{exc.count} error(s) in {filename}; nothing was imported"
+                f"{counted(exc.count, 'error')} in {filename}; nothing was imported"
             ) from None
         except Exception:
             # The traceback goes to the log only; the lead reads a message.

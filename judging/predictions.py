@@ -39,6 +39,7 @@ from annotation.importing.limits import (
     text_problem,
 )
 from annotation.splits import split_key
+from core.text import counted
 from judging.errors import PredictionsFileError, PredictionsFileRejected
 from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput
 from judging.parsing import parse_judge_output
@@ -452,7 +453,7 @@ def read_predictions(
         "other_split": f"of another split than {split!r}",
     }
     warnings = [
-        f"{len(items)} lines {labels[kind]} skipped (first: {items[0]})"
+        f"{counted(len(items), 'line')} {labels[kind]} skipped (first: {items[0]})"
         for kind, items in skipped.items()
         if items
     ]

@@ -129,7 +129,7 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
 def _criterion_chart(columns: list[Column], cells: list[Cell], judge: str) -> str:
     bars = [
-        Bar(label=c.title, value=cell.value, ci=cell.ci, note=cell.detail.replace(" rows", ""))
+        Bar(label=c.title, value=cell.value, ci=cell.ci, note=cell.detail.rsplit(" ", 1)[0])
         for c, cell in zip(columns, cells, strict=True)
     ]
     return bar_chart_svg(

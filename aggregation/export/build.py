@@ -13,6 +13,7 @@ from django.db.models import JSONField, Value
 
 from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
+from core.text import counted
 
 from ..selectors_review import exportable_labels
 from .rows import SampleFields, has_conflict, row_build
@@ -235,7 +236,7 @@ def export_build(
                     on_rows(rows, lines)
                 done += len(rows)
                 if progress is not None:
-                    progress(done, total, f"{done} of {total} rows")
+                    progress(done, total, f"{done:,} of {counted(total, 'row')}")
             close_prompt()
     finally:
         jsonl.close()

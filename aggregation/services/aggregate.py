@@ -111,7 +111,7 @@ def _load_votes(
         if len(chunk) == CHUNK:
             read += CHUNK
             flush()
-            progress(done + read, total, f"{label}: read {read:,} votes")
+            progress(done + read, total, f"{label}: read {counted(read, 'vote')}")
     flush()
     return {
         k: np.concatenate(v) if v else np.zeros(0, np.int8 if k == "code" else np.int64)
@@ -356,7 +356,7 @@ def project_aggregate(
             )
             now = timezone.now()
             figures = {"split": s, **figures, "computed_at": now.isoformat()}
-            progress(done, total, f"{label}: writing {len(labels):,} labels")
+            progress(done, total, f"{label}: writing {counted(len(labels), 'label')}")
             with transaction.atomic():
                 writes = _write_labels(project=project, split=s, labels=labels, job=job, now=now)
                 AgreementSnapshot.objects.update_or_create(

@@ -193,7 +193,7 @@ def test_lenient_skips_with_counts(tmp_path, index):
         "2 lines with an unknown id skipped (first: line 2: unknown question id 'ghost-1')",
         "2 lines duplicating an earlier line skipped (first: line 4: second prediction for "
         "'r1__grounding' in run 1 (first on line 1))",
-        "1 lines of another split than 'reasoning' skipped (first: line 5: row 'o1__clarity' is "
+        "1 line of another split than 'reasoning' skipped (first: line 5: row 'o1__clarity' is "
         "in split 'open_ended', not 'reasoning')",
     ]
     first, second = parsed.run_list()

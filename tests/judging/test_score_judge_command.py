@@ -124,7 +124,7 @@ def test_table_layout():
     ]
     assert "judge_alpha: invalid 1, missing 0" in out
     # unparsable predictions are listed on stderr with their line
-    assert "judge_alpha: 1 predictions could not be read (scored as invalid):" in err
+    assert "judge_alpha: 1 prediction could not be read (scored as invalid):" in err
     assert "line 11 (r2__efficiency, run 1): 'tie'" in err
     assert "line 92 (o1__hallucination, run 3)" in err
 
@@ -204,7 +204,7 @@ def test_errors(tmp_path):
     with pytest.raises(CommandError, match=r"bad\.jsonl: line 12, field 'question_id': unknown"):
         run(ROWS, str(bad))
     out, err = run(ROWS, str(bad), "--lenient", "--n-boot", "0")
-    assert "1 lines with an unknown id skipped" in err
+    assert "1 line with an unknown id skipped" in err
     assert "bad " in out
     with pytest.raises(CommandError, match="--n-boot must be 0 or more"):
         run(ROWS, ALPHA, "--n-boot", "-1")

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.text import counted
 from judging.datasets import resolve_dataset
 from judging.errors import InputFileError
 from judging.metrics import SPLIT_ORDER
@@ -108,7 +109,7 @@ class Command(BaseCommand):
             self.stderr.write(f"{name}: warning: {warning}")
         if parsed.unparsable:
             self.stderr.write(
-                f"{name}: {len(parsed.unparsable)} predictions could not be read "
+                f"{name}: {counted(len(parsed.unparsable), 'prediction')} could not be read "
                 "(scored as invalid):"
             )
             for item in parsed.unparsable[:_LISTED]:
