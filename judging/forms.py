@@ -97,3 +97,25 @@ class BoardQueryForm(forms.Form):
         """The field's value when it is valid and given, else None."""
         self.is_valid()
         return self.cleaned_data.get(name) or None
+
+    def split_in(self, splits: list[str]) -> str | None:
+        """The asked split when the version has it, else the version's first split."""
+        wanted = self.value("split")
+        if wanted in splits:
+            return wanted
+        return splits[0] if splits else None
+
+
+class CompareQueryForm(forms.Form):
+    """The two judges, split, criterion and page of the comparison; bad values are dropped."""
+
+    a = forms.CharField(required=False, max_length=200)
+    b = forms.CharField(required=False, max_length=200)
+    split = forms.ChoiceField(choices=Split.choices, required=False)
+    criterion = forms.CharField(required=False, max_length=60)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def values(self) -> dict:
+        """The valid values given (an invalid one reads as not given)."""
+        self.is_valid()
+        return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}

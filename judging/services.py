@@ -26,18 +26,17 @@ from annotation.models import Job
 from annotation.services.jobs import job_create, job_enqueue
 from core.text import counted, plural_form
 
+from .compare import covering_runs
 from .datasets import rows_from_version
 from .errors import InputFileError, PredictionsFileRejected
 from .metrics import (
-    INVALID,
-    MISSING,
     ScoreInput,
-    encode_predictions,
     majority_vote_codes,
     score_many,
 )
 from .models import JudgeRun, Prediction, Scorecard
 from .predictions import DatasetIndex, read_predictions
+from .selectors_compare import run_codes
 
 Progress = Callable[..., None]
 
@@ -304,24 +303,6 @@ def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> 
             copy.write_row((run.pk, qid, label, raw))
 
 
-def _run_codes(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
-    """Each run's stored predictions as metric codes aligned to the rows (missing where none)."""
-    order = np.argsort(rows.question_id, kind="stable")
-    sorted_qids = rows.question_id[order]
-    out = []
-    for run in runs:
-        codes = np.full(len(rows), MISSING, dtype=np.int8)
-        pairs = list(Prediction.objects.filter(run=run).values_list("question_id", "prediction"))
-        if pairs and len(sorted_qids):
-            qids, labels = (np.array(column, dtype=str) for column in zip(*pairs, strict=True))
-            at = np.minimum(np.searchsorted(sorted_qids, qids), len(sorted_qids) - 1)
-            known = sorted_qids[at] == qids
-            # A stored "invalid" (or anything but model_a/model_b) stays invalid, never missing.
-            codes[order[at[known]]] = np.maximum(encode_predictions(labels[known]), INVALID)
-        out.append(codes)
-    return out
-
-
 def _headline(figures: dict[str, Any]) -> dict[str, float | None]:
     return {k: (figures.get(k) or {}).get("value") for k in ("pacc", "cmr", "tos", "avg")}
 
@@ -337,17 +318,13 @@ def scorecard_compute(
     """
     rows = rows if rows is not None else rows_from_version(version)
     runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
-    codes = _run_codes(runs, rows)
+    codes = run_codes(runs, rows)
     now = timezone.now()
     cards = []
     kept_splits = []
     for split in rows.splits:
         mask = rows.split == split
-        covered = [
-            (run, code)
-            for run, code in zip(runs, codes, strict=True)
-            if (code[mask] != MISSING).any()
-        ]
+        covered = [(runs[i], codes[i]) for i in covering_runs(codes, mask)]
         if not covered:
             continue
         kept_splits.append(split)

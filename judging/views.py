@@ -33,10 +33,7 @@ def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> Datas
 
 
 def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
-    wanted = BoardQueryForm(request.GET).value("split")
-    if wanted in splits:
-        return wanted
-    return splits[0] if splits else None
+    return BoardQueryForm(request.GET).split_in(splits)
 
 
 def _headers(
@@ -70,6 +67,8 @@ def _headers(
         }
 
     return {
+        "sort_key": key_now,
+        "sort_desc": desc_now,
         "judge": header("judge", "Judge"),
         "columns": [header(c.key, c.label, c.title) for c in columns],
         "runs": header("runs", "Voted"),

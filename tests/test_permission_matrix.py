@@ -149,6 +149,13 @@ MATRIX: dict[str, Entry] = {
         get=MEMBER_PAGE,
         post=web(LOGIN, 405, 405, 405, 405),
     ),
+    # The project's newest ready version's leaderboard (a redirect to it).
+    "leaderboard-latest": Entry(
+        get=web(LOGIN, 302, 403, 403, 302), post=web(LOGIN, 405, 405, 405, 405)
+    ),
+    "leaderboard-export": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
+    # The world's version holds labels only, whose rows members read (with votes: the lead's).
+    "judge-compare": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "predictions-upload": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "predictions-upload-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "judge-run-delete": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
