@@ -213,9 +213,9 @@ def test_compare_two_judges_per_criterion_and_the_rows_that_differ(client, lead,
     )
     figures = {name: re.findall(r'<td class="num[^"]*">([^<]+)', rest) for name, rest in cells}
     # completeness 3 rows both right; visual-grounding and hallucination: 1 of 2 differs.
-    assert figures["Completeness"] == ["3", "100.00", "100.00", "100.00%", "0", "0", "0"]
-    assert figures["Visual Grounding"] == ["2", "100.00", "50.00", "50.00%", "1", "1", "0"]
-    assert figures["Factuality"] == ["2", "100.00", "50.00", "50.00%", "1", "1", "0"]
+    assert figures["Completeness"] == ["3", "100.00", "100.00", "100.00", "0", "0", "0"]
+    assert figures["Visual Grounding"] == ["2", "100.00", "50.00", "50.00", "1", "1", "0"]
+    assert figures["Factuality"] == ["2", "100.00", "50.00", "50.00", "1", "1", "0"]
     assert "2 rows" in html
     rows = re.findall(r'<td class="ex-mono">([^<]+)</td>', html)
     assert rows == ["p2__visual-grounding", "p1__hallucination"]
