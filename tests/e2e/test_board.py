@@ -75,7 +75,7 @@ def _page_width(page) -> int:
 
 
 def test_lead_opens_exports_and_compares_on_the_leaderboard(board, new_page):
-    project, version = board
+    project, _ = board
     page = new_page()
     login(page, "lead-e2e")
     page.goto(f"/projects/{project.slug}/")
