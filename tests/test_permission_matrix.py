@@ -137,6 +137,8 @@ MATRIX: dict[str, Entry] = {
     "version-build": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "version-detail": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "version-file": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "version-notes": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    "version-card": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "benchmark-import": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "tokens": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "token-revoke": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
