@@ -157,7 +157,7 @@ class VersionNotesForm(forms.Form):
     notes = LimitedTextField(
         "note text",
         max_length=VERSION_NOTES_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 6}),
+        widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Markdown. Shown on this page and at the end of the dataset card; the "
         "version's rows and files do not change.",
     )

@@ -154,7 +154,12 @@ def version_notes(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         if not request.htmx:
             messages.success(request, f"The notes on version {version.number} are saved.")
             return redirect("version-detail", slug=project.slug, number=version.number)
-        context = {"project": project, "version": version, "notes_saved": True}
+        context = {
+            "project": project,
+            "version": version,
+            "notes_saved": True,
+            "card": selectors_versions.version_card(version=version),
+        }
         context["notes_form"] = VersionNotesForm(initial={"notes": version.lead_notes})
         return render(request, "aggregation/versions_detail.html#notes", context)
     if request.htmx:

@@ -62,6 +62,34 @@ def test_card_of_published_labels_says_there_is_no_agreement():
     assert "| Labels | published release: a.parquet |" in card
 
 
+def test_card_lists_each_agreement_statistic_with_its_basis():
+    card = dataset_card(
+        {
+            "version": 1,
+            "project": {"name": "P", "slug": "p"},
+            "counts": {"rows": 0, "per_split": {}},
+            "agreement": {
+                "open_ended": {
+                    "cohen": {
+                        "value": 0.71832,
+                        "ci": [0.6, 0.8],
+                        "pairs_used": 1,
+                        "min_overlap": 10,
+                    },
+                    "fleiss": {"value": None, "undefined_reason": "every vote is A"},
+                    "alpha": {"value": 0.5, "items": 1},
+                }
+            },
+        }
+    )
+    assert (
+        "| Open-ended | Cohen's κ (mean over annotator pairs) | 0.718 (95% CI 0.600–0.800) "
+        "| 1 annotator pair used; a pair needs 10 shared items |"
+    ) in card
+    assert "| Open-ended | Fleiss' κ | n/a (every vote is A) |  |" in card
+    assert "| Open-ended | Krippendorff's α (nominal) | 0.500 | 1 item |" in card
+
+
 # --- The page -------------------------------------------------------------------------------
 
 
