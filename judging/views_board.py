@@ -95,53 +95,46 @@ def judges_compare_page(request: HttpRequest, slug: str, number: int) -> HttpRes
     if not version_rows_readable(user=request.user, version=version):
         # The rows show the human labels; a version with votes is the lead's (as its rows are).
         raise PermissionDenied("This version's rows are for the project lead.")
-    query = CompareQueryForm(request.GET).values()
     splits = selectors.version_splits(version=version)
-    split = query.get("split") if query.get("split") in splits else (splits[0] if splits else None)
-    judges = [j.judge for j in selectors.judges_on_version(version=version)]
-    on_split = [
-        row.judge
-        for row in (selectors.leaderboard_rows(version=version, split=split)[0] if split else [])
-    ]
-    judge_a = query.get("a") if query.get("a") in on_split else (on_split[:1] or [None])[0]
-    default_b = next((j for j in on_split if j != judge_a), None)
-    judge_b = query.get("b") if query.get("b") in on_split else default_b
-    comparison = None
+    pick = CompareQueryForm(request.GET).pick(
+        splits=splits,
+        judges_of=lambda split: [
+            row.judge for row in selectors.leaderboard_rows(version=version, split=split)[0]
+        ],
+    )
+    split, judge_a, judge_b = pick["split"], pick["a"], pick["b"]
+    comparison = page = None
+    columns = {}
     if split and judge_a and judge_b:
         comparison = judges_compare(
             version=version,
             split=split,
             judge_a=judge_a,
             judge_b=judge_b,
-            criterion=query.get("criterion"),
+            criterion=pick["criterion"] or None,
         )
-    page = None
-    columns = {}
     if comparison is not None:
+        keys = [c.criterion for c in comparison.criteria]
         columns = {
             c.criterion: c
-            for c in selectors.criterion_columns(
-                version=version, split=split, keys=[c.criterion for c in comparison.criteria]
-            )
+            for c in selectors.criterion_columns(version=version, split=split, keys=keys)
         }
-        page = Paginator(comparison.differing, DIFF_PAGE_SIZE).get_page(query.get("page"))
+        page = Paginator(comparison.differing, DIFF_PAGE_SIZE).get_page(pick["page"])
         page.object_list = rows_with_questions(version=version, rows=list(page.object_list))
-    base = reverse("judge-compare", args=[slug, number])
     context = {
         "project": version.project,
         "version": version,
-        "judges": judges,
-        "on_split": on_split,
+        "on_split": pick["judges"],
         "splits": [(s, selectors.split_label(s)) for s in splits],
         "split": split,
         "judge_a": judge_a,
         "judge_b": judge_b,
-        "criterion": query.get("criterion", ""),
+        "criterion": pick["criterion"],
         "comparison": comparison,
         "criteria": [{"cmp": c, "column": columns.get(c.criterion)} for c in comparison.criteria]
         if comparison
         else [],
         "page": page,
-        "base": base,
+        "base": reverse("judge-compare", args=[slug, number]),
     }
     return render(request, "judging/compare.html", context)

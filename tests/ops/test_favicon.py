@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.template.loader import render_to_string
 from django.test import Client
 
 from tests.conftest import make_user
@@ -34,3 +35,8 @@ def test_every_kind_of_page_links_the_icon(db, settings, project):
     pages["not found"] = client.get("/no/such/page/")
     for name, response in pages.items():
         assert ICON_LINK in response.content.decode(), name
+
+
+def test_the_server_error_page_links_the_icon_too():
+    # Rendered by Django's handler without a request or context processors.
+    assert ICON_LINK in render_to_string("500.html")
