@@ -142,7 +142,7 @@ def test_markdown_for_one_split_with_lenient(tmp_path):
 
 
 def test_other_split_rows_without_lenient_fail():
-    with pytest.raises(CommandError, match=r"judge_alpha\.jsonl: line 1, field 'question_id'"):
+    with pytest.raises(CommandError, match=r"judge_alpha\.jsonl: 7 errors; nothing was scored"):
         run(ROWS, ALPHA, "--split", "reasoning")
 
 
@@ -206,5 +206,18 @@ def test_errors(tmp_path):
     out, err = run(ROWS, str(bad), "--lenient", "--n-boot", "0")
     assert "1 line with an unknown id skipped" in err
     assert "bad " in out
+    worse = tmp_path / "worse.jsonl"
+    shutil.copy(bad, worse)
+    with worse.open("a") as handle:
+        handle.write('{"question_id": "o1__clarity", "prediction": "model_a", "run": "x"}\n')
+    with pytest.raises(CommandError, match=r"worse\.jsonl: 2 errors; nothing was scored\."):
+        run(ROWS, str(worse))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("score_judge", ROWS, str(worse), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().splitlines() == [
+        f"{worse}: line 12, question_id: unknown question id 'zzz'",
+        f"{worse}: line 13, run: must be a whole number, got 'x'",
+    ]
     with pytest.raises(CommandError, match="--n-boot must be 0 or more"):
         run(ROWS, ALPHA, "--n-boot", "-1")
