@@ -145,6 +145,20 @@ def _open_text(source: str | Path | IO) -> tuple[IO[str], str]:
     return io.StringIO(data, newline=""), name
 
 
+def _line_count(handle: IO[str]) -> int:
+    """The lines of the file (for progress: line n of N); the handle is left at its start."""
+    if isinstance(handle, io.StringIO):
+        text = handle.getvalue()
+        return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    start = handle.tell()
+    try:
+        count = sum(1 for _ in handle)
+    except UnicodeDecodeError:
+        count = 0  # the read names the problem
+    handle.seek(start)
+    return count
+
+
 def _detect_format(handle: IO[str], name: str) -> str:
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
@@ -419,6 +433,7 @@ def read_predictions(
         first_line[run, pos] = line
         accepted += 1
 
+    total_lines = _line_count(handle) if progress is not None else None
     with handle:
         fmt = _detect_format(handle, name)
         records = _checked(_jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle))
@@ -426,7 +441,7 @@ def read_predictions(
             for line, record in records:
                 lines += 1
                 if progress is not None and lines % _PROGRESS_EVERY == 0:
-                    progress(lines, None)
+                    progress(line, total_lines)
                 try:
                     if isinstance(record, PredictionsFileError):
                         raise record
@@ -442,7 +457,7 @@ def read_predictions(
     if not runs:
         raise PredictionsFileError(f"{name or 'the file'} has no predictions for the dataset")
     if progress is not None:
-        progress(lines, lines)
+        progress(lines, lines)  # every line is read: the count of lines with a prediction
 
     scope = np.ones(n_rows, dtype=bool) if split is None else index.rows.split == split
     missing = {r: int((np.equal(a, None) & scope).sum()) for r, a in runs.items()}

@@ -215,20 +215,17 @@ def judge_run_upload(
         rows = rows_from_version(version)
     except InputFileError as exc:
         raise UploadRejected(exc.message, field="version") from None
-    # Progress counts lines read (about one per row), then the write and the scoring. Reading
-    # is the long part and reports as it goes; the write is one transaction, so a progress
-    # update made inside it would only show once it commits.
-    n_rows = len(rows)
-    progress(0, n_rows + 1, "Reading predictions")
+    # Progress counts the file's lines read (of its lines), then the write and the scoring in
+    # one step. Reading is the long part and reports as it goes; the write is one transaction,
+    # so a progress update made inside it would only show once it commits.
+    progress(0, None, "Reading the predictions file")
     try:
         parsed = read_predictions(
             file,
             dataset_index=DatasetIndex(rows),
             lenient=lenient,
             split=split,
-            progress=lambda done, total=None: progress(
-                min(done, n_rows), None, f"Read {counted(done, 'line')}"
-            ),
+            progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
@@ -243,7 +240,8 @@ def judge_run_upload(
 
     file_runs = parsed.run_indices
     n_predictions = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
-    progress(n_rows, n_rows + 1, f"Storing {counted(n_predictions, 'prediction')} and scoring")
+    n_lines = parsed.counts["lines"]
+    progress(n_lines, n_lines, f"Storing {counted(n_predictions, 'prediction')} and scoring")
     qids = rows.question_id.tolist()
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
@@ -277,7 +275,6 @@ def judge_run_upload(
                 ),
             )
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
-    progress(n_rows + 1, n_rows + 1, "Scored")
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 

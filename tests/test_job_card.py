@@ -142,3 +142,30 @@ def test_a_finished_build_no_longer_says_what_it_was_writing(
     assert _caption(html).startswith("Finished in ")
     page = client.get(f"/projects/{project.slug}/versions/").content.decode()
     assert "Writing the zip" not in page
+
+
+def test_a_scoring_job_counts_the_lines_of_the_file(lead, project):
+    """Progress is in the file's lines, so "n / N" is lines read of the file's lines."""
+    from judging.services import judge_run_upload
+    from tests.judging.web_data import predictions_file
+
+    version = make_version(project)
+    job = job_create(kind=Job.Kind.SCORE_JUDGE, project=project, created_by=lead)
+    seen = []
+
+    def work(job, progress):
+        def record(done, total=None, message=None):
+            seen.append((done, total, message))
+            progress(done, total, message)
+
+        lines = prediction_lines()[:5]
+        judge_run_upload(
+            version=version, judge="j", file=predictions_file(lines), by=lead, progress=record
+        )
+        return {"summary": "done"}
+
+    job = job_execute(job.pk, work)
+    assert seen[0] == (0, None, "Reading the predictions file")
+    assert (5, 5, "Reading the predictions file") in seen
+    assert seen[-1] == (5, 5, "Storing 5 predictions and scoring")
+    assert (job.done, job.total) == (5, 5)

@@ -273,8 +273,16 @@ def test_progress_is_reported(tmp_path, rows):
     read_predictions(
         jsonl(tmp_path, records), dataset_index=rows, progress=lambda d, t: calls.append((d, t))
     )
-    assert calls[0] == (10_000, None)
+    # Line n of the file's N lines as it reads, then every line read.
+    assert calls[0] == (10_000, 10_000)
     assert calls[-1] == (10_000, 10_000)
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n".join(json.dumps(r) for r in records[:12_000]) + "\n\n\n")
+    calls.clear()
+    read_predictions(
+        blank, dataset_index=rows, lenient=True, progress=lambda d, t: calls.append((d, t))
+    )
+    assert calls[0] == (10_000, 10_002)
 
 
 def test_critic_field_in_jsonl_and_csv(tmp_path, index, rows):
