@@ -226,3 +226,23 @@ def test_the_changed_rows_are_paginated(client, lead, project):
     assert f"Page 1 of 2 · {n} changed rows" in first_page
     last = client.get(detail_url(second), {"changes": 2}).content.decode()
     assert last.count('<tr class="changed">') == 3
+
+
+def test_the_page_queries_do_not_grow_with_the_changes(client, lead, project):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(n: int, project) -> int:
+        make_version(project, [(f"p{i}", "reasoning", "logic", A) for i in range(n)])
+        rows = [(f"p{i}", "reasoning", "logic", B) for i in range(n)]
+        second = make_version(project, rows, number=2)
+        client.force_login(lead)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(detail_url(second)).status_code == 200
+        return len(captured)
+
+    from annotation.services.projects import project_create
+
+    small = queries(2, project)
+    large = queries(CHANGES_PER_PAGE + 10, project_create(name="Other", slug="other"))
+    assert small == large
