@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from aggregation.export.card import dataset_card, md_cell
 from aggregation.export.diff import ADDED, CHANGED, REMOVED, rows_diff
+from aggregation.forms import VERSION_NOTES_MAX_CHARS
 from aggregation.models import DatasetRow, DatasetVersion
 from aggregation.services.versions import version_build
 from aggregation.views.versions import CHANGES_PER_PAGE
 from annotation.models import ANNOTATOR_GROUP
-from annotation.services.projects import member_add
+from annotation.services.projects import member_add, project_create
 from tests.aggregation.export_data import small_dataset
 from tests.conftest import make_user
 from tests.judging.web_data import HAND_ROWS, A, B, make_version
@@ -159,8 +162,6 @@ def test_the_lead_keeps_notes_on_a_frozen_version(client, lead, built):
 
 
 def test_notes_over_the_limit_are_refused_with_the_text_kept(client, lead, built):
-    from aggregation.forms import VERSION_NOTES_MAX_CHARS
-
     client.force_login(lead)
     url = reverse("version-notes", args=[built.project.slug, built.number])
     text = "x" * (VERSION_NOTES_MAX_CHARS + 1)
@@ -229,9 +230,6 @@ def test_the_changed_rows_are_paginated(client, lead, project):
 
 
 def test_the_page_queries_do_not_grow_with_the_changes(client, lead, project):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     def queries(n: int, project) -> int:
         make_version(project, [(f"p{i}", "reasoning", "logic", A) for i in range(n)])
         rows = [(f"p{i}", "reasoning", "logic", B) for i in range(n)]
@@ -240,8 +238,6 @@ def test_the_page_queries_do_not_grow_with_the_changes(client, lead, project):
         with CaptureQueriesContext(connection) as captured:
             assert client.get(detail_url(second)).status_code == 200
         return len(captured)
-
-    from annotation.services.projects import project_create
 
     small = queries(2, project)
     large = queries(CHANGES_PER_PAGE + 10, project_create(name="Other", slug="other"))
