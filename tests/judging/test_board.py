@@ -8,9 +8,11 @@ import re
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.services.projects import member_add
+from annotation.services.projects import member_add, project_create
 from judging.board_export import BoardColumn, BoardRow, board_csv, board_latex, latex_escape
 from judging.compare import compare, split_verdicts
 from judging.metrics import INVALID, MISSING
@@ -263,3 +265,20 @@ def test_compare_of_a_version_with_votes_is_the_leads(client, annotator, lead, p
     assert client.get(url).status_code == 403
     client.force_login(lead)
     assert client.get(url).status_code == 200
+
+
+@pytest.mark.django_db
+def test_compare_queries_do_not_grow_with_the_rows(client, lead):
+    def queries(n: int) -> int:
+        project = project_create(name=f"P{n}", slug=f"p{n}")
+        version = make_version(project, [(f"p{i}", "reasoning", "logic", A) for i in range(n)])
+        for judge, verdict in (("always-a", A), ("always-b", B)):
+            lines = [{"question_id": f"p{i}__logic", "prediction": verdict} for i in range(n)]
+            judge_run_upload(version=version, judge=judge, file=predictions_file(lines), by=lead)
+        client.force_login(lead)
+        url = reverse("judge-compare", args=[project.slug, version.number])
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    assert queries(3) == queries(DIFF_PAGE_SIZE * 3)
