@@ -148,3 +148,19 @@ def test_leaderboard_and_compare_fit_a_phone(board, new_page):
     assert _page_width(page) <= 390
     assert page.locator("button", has_text="Compare").is_visible()
     screenshot(page, "compare-390")
+
+
+def test_the_leaderboard_link_before_any_version(new_page, db):
+    project = project_create(name="New study", slug="new-study")
+    make_user("lead-new", LEAD_GROUP)
+    for viewport, name in (((1440, 900), "board-none-1440"), ((390, 844), "board-none-390")):
+        page = new_page(viewport=viewport)
+        login(page, "lead-new")
+        page.goto(f"/projects/{project.slug}/leaderboard/")
+        assert page.locator("h1").inner_text() == "Judge leaderboard"
+        assert "No dataset version is ready yet." in page.locator("main").inner_text()
+        page.get_by_role("link", name="Dataset versions").last.click()
+        page.wait_for_url(f"**/projects/{project.slug}/versions/")
+        page.go_back()
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport[0]
+        screenshot(page, name)
