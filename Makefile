@@ -35,8 +35,8 @@ dev-venv: $(VENV)/.installed-dev
 
 demo: venv
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --no-input
-	env -u DATABASE_URL -u CELERY_BROKER_URL DEMO_HOST=$(HOST) DEMO_PORT=$(PORT) $(PY) manage.py demo_setup
-	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py demo_setup
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py demo_serve $(HOST):$(PORT)
 
 # The whole suite on PostgreSQL and Redis, with real workers and the browser tests.
 POSTGRES_LANE = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) \

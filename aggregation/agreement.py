@@ -91,6 +91,8 @@ from typing import Any
 
 import numpy as np
 
+from core.text import counted
+
 from .bootstrap import resample_counts
 
 CATEGORIES = ("A", "B", "tie")
@@ -611,7 +613,7 @@ def _cohen_stat(
         if not shared.any():
             reason = "no two annotators share an item"
         elif not enough.any():
-            reason = f"no annotator pair shares at least {fit.min_overlap} items"
+            reason = f"no annotator pair shares at least {counted(fit.min_overlap, 'item')}"
         else:
             reason = "every annotator pair's κ is undefined (a single category)"
         return undefined(reason, weighted_value=None, weighted_ci=None, **info)

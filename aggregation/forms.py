@@ -111,3 +111,19 @@ class VersionBuildForm(forms.Form):
 
     include_votes = CheckboxField()
     include_seeds = CheckboxField()
+
+
+#: The longest notes a lead may keep on a dataset version.
+VERSION_NOTES_MAX_CHARS = 20_000
+
+
+class VersionNotesForm(forms.Form):
+    """The lead's notes on a dataset version (Markdown; empty clears them)."""
+
+    notes = LimitedTextField(
+        "note text",
+        max_length=VERSION_NOTES_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Markdown. Shown on this page and at the end of the dataset card; the "
+        "version's rows and files do not change.",
+    )

@@ -164,6 +164,13 @@ class DatasetVersion(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The lead's notes: metadata about the version, editable after it is frozen (its rows, files
+    # and manifest never change; the database triggers leave these columns out).
+    lead_notes = models.TextField(blank=True)
+    lead_notes_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    lead_notes_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["project", "-number"]

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.text import plural_form
+
 # Codes of the vectorised functions; the strings equal aggregation.models.Outcome's values.
 KEPT_UNANIMOUS, KEPT_MAJORITY_TIE, DROPPED_SPLIT, DROPPED_TIES, DROPPED_MISSING = range(5)
 OUTCOMES = (
@@ -94,7 +96,9 @@ def aggregate_votes(choices: Iterable[str], *, k: int = 3) -> Result:
     choices = list(choices)
     unknown = set(choices) - {CHOICE_A, CHOICE_B, CHOICE_TIE}
     if unknown:
-        raise ValueError(f"unknown vote choice(s): {', '.join(sorted(unknown))}")
+        raise ValueError(
+            f"unknown vote {plural_form(len(unknown), 'choice')}: {', '.join(sorted(unknown))}"
+        )
     a, b, t = (choices.count(c) for c in (CHOICE_A, CHOICE_B, CHOICE_TIE))
     outcome, preference = classify(np.array([a]), np.array([b]), np.array([t]), k=k)
     return Result(

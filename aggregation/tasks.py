@@ -15,6 +15,7 @@ from annotation.importing.errors import ImportRejected
 from annotation.models import Project
 from core.jobs import ProgressReporter, job_execute
 from core.models import Job
+from core.text import counted
 
 from .services.aggregate import project_aggregate
 from .services.benchmark import benchmark_import
@@ -49,7 +50,7 @@ def _build_version(job: Job, progress: Any) -> dict[str, Any]:
         "version": version.number,
         "version_id": version.pk,
         "rows": version.row_count,
-        "summary": f"Version {version.number} is ready: {version.row_count} rows.",
+        "summary": f"Version {version.number} is ready: {counted(version.row_count, 'row')}.",
     }
 
 
@@ -80,7 +81,9 @@ def _import_benchmark(job: Job, progress: Any) -> dict[str, Any]:
         Job.objects.filter(pk=job.pk).update(
             result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
         )
-        raise BenchmarkFilesInvalid(f"{exc.count} error(s); nothing was imported") from None
+        raise BenchmarkFilesInvalid(
+            f"{counted(exc.count, 'error')}; nothing was imported"
+        ) from None
     return result.as_dict()
 
 

@@ -29,6 +29,16 @@ urlpatterns = [
         name="version-detail",
     ),
     path(
+        "projects/<slug:slug>/versions/<int:number>/notes/",
+        versions.version_notes,
+        name="version-notes",
+    ),
+    path(
+        "projects/<slug:slug>/versions/<int:number>/dataset-card.md",
+        versions.version_card_file,
+        name="version-card",
+    ),
+    path(
         "projects/<slug:slug>/versions/<int:number>/files/<str:kind>",
         versions.version_file,
         name="version-file",

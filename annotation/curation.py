@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.text import plural_form
+
 FILTERS = ("length", "correctness", "ensemble")
 LENGTH_RATIO_MIN = 0.7
 LENGTH_RATIO_MAX = 1.4
@@ -54,7 +56,8 @@ def parse_filters(text: str | None) -> list[str]:
     unknown = [name for name in names if name not in FILTERS]
     if unknown:
         raise ValueError(
-            f"unknown filter(s) {', '.join(unknown)}; choose from {', '.join(FILTERS)}"
+            f"unknown {plural_form(len(unknown), 'filter')} {', '.join(unknown)}; "
+            f"choose from {', '.join(FILTERS)}"
         )
     return [name for name in FILTERS if name in names]
 

@@ -10,6 +10,7 @@ from django.core.files.storage import default_storage
 
 from core.jobs import job_execute
 from core.models import Job
+from core.text import counted
 
 from .importing.errors import ImportRejected
 from .importing.service import samples_import
@@ -51,7 +52,7 @@ def import_samples_task(job_id: int) -> None:
                 result={"errors": [p.as_dict() for p in exc.problems], "more": exc.more}
             )
             raise ImportFileInvalid(
-                f"{exc.count} error(s) in {filename}; nothing was imported"
+                f"{counted(exc.count, 'error')} in {filename}; nothing was imported"
             ) from None
         except Exception:
             # The traceback goes to the log only; the lead reads a message.

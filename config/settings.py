@@ -228,7 +228,7 @@ CELERY_TASK_EAGER_PROPAGATES = True
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
 # A task is acknowledged when it ends and given back when its worker dies, so a killed worker's
-# job is delivered again (annotation/services/jobs.py: the job's lease makes that safe).
+# job is delivered again (core/jobs.py: the job's lease makes that safe).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -255,7 +255,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# --- Background jobs (annotation/services/jobs.py) -----------------------------------------
+# --- Background jobs (core/jobs.py) ---------------------------------------------------------
 # A running job's worker refreshes its heartbeat every third of the lease; a job whose heartbeat
 # is older than the lease lost its worker and is run again, up to JOB_MAX_ATTEMPTS times.
 JOB_LEASE_SECONDS = float(os.environ.get("JOB_LEASE_SECONDS", "60"))

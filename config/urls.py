@@ -2,7 +2,8 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.decorators.http import require_safe
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -21,8 +22,15 @@ def media(request: HttpRequest, path: str) -> HttpResponse:
     return media_response(request, file)
 
 
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Answer browsers that ask for /favicon.ico whatever the page links: the site's SVG icon."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 urlpatterns = [
     path("", include("core.urls")),
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("annotation.urls")),
     path("", include("aggregation.urls")),
     path("", include("judging.urls")),

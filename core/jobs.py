@@ -370,6 +370,8 @@ def job_execute(
         outcome = {
             "result": result,
             "done": max(current.get("done", 0), current.get("total", 0)),
+            # The last progress step ("Writing the zip") no longer holds: say what was done.
+            "message": str(result.get("summary") or "Done")[:300],
         }
         status = Job.Status.SUCCEEDED
     finally:

@@ -8,7 +8,6 @@ project has none yet.
 from __future__ import annotations
 
 import json
-import os
 import random
 import tempfile
 from dataclasses import dataclass
@@ -83,13 +82,6 @@ RATIONALES = {
 TIE_RATIONALE = "Both responses are about equally good on this criterion; nothing separates them."
 
 
-def demo_url() -> str:
-    """Where `make demo` serves the site (its HOST and PORT), for the printed instructions."""
-    host = os.environ.get("DEMO_HOST", "127.0.0.1")
-    port = os.environ.get("DEMO_PORT", "8000")
-    return f"http://{host}:{port}/"
-
-
 @dataclass
 class DemoResult:
     project: Project
@@ -99,7 +91,8 @@ class DemoResult:
 
     def lines(self) -> list[str]:
         return [
-            f"{NAME} is ready at {demo_url()}  (project page: /projects/{SLUG}/)",
+            # The address is printed by demo_serve once the server answers on its port.
+            f"{NAME} is set up (project page: /projects/{SLUG}/)",
             f"  samples: {self.imported.summary()}",
             f"  accounts created now: {self.users_created}; simulated votes written now: "
             f"{self.votes_created}",

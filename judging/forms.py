@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from django import forms
@@ -98,6 +99,53 @@ class BoardQueryForm(forms.Form):
         """The field's value when it is valid and given, else None."""
         self.is_valid()
         return self.cleaned_data.get(name) or None
+
+    def split_in(self, splits: list[str]) -> str | None:
+        """The asked split when the version has it, else the version's first split."""
+        wanted = self.value("split")
+        if wanted in splits:
+            return wanted
+        return splits[0] if splits else None
+
+
+class CompareQueryForm(forms.Form):
+    """The two judges, split, criterion and page of the comparison; bad values are dropped."""
+
+    a = forms.CharField(required=False, max_length=200)
+    b = forms.CharField(required=False, max_length=200)
+    split = forms.ChoiceField(choices=Split.choices, required=False)
+    criterion = forms.CharField(required=False, max_length=60)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def values(self) -> dict:
+        """The valid values given (an invalid one reads as not given)."""
+        self.is_valid()
+        return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+
+    def pick(self, *, splits: list[str], judges_of: Callable[[str], list[str]]) -> dict:
+        """The split and the two judges to compare, each the asked one when it exists.
+
+        Defaults: the version's first split, then the split's two best judges (the board's
+        order, ``judges_of(split)``). Returns split, a, b (None when missing), the split's
+        judges, the criterion and the page asked for.
+        """
+        asked = self.values()
+        split = asked.get("split") if asked.get("split") in splits else next(iter(splits), None)
+        judges = judges_of(split) if split else []
+        a = asked.get("a") if asked.get("a") in judges else next(iter(judges), None)
+        b = (
+            asked.get("b")
+            if asked.get("b") in judges
+            else next((j for j in judges if j != a), None)
+        )
+        return {
+            "split": split,
+            "a": a,
+            "b": b,
+            "judges": judges,
+            "criterion": asked.get("criterion", ""),
+            "page": asked.get("page"),
+        }
 
 
 def _config_formfield(field, **kwargs):

@@ -8,10 +8,12 @@ judge and ``judge`` may name it. A ``split`` field may use any spelling ``split_
 A prediction that cannot be read is kept as ``invalid`` (it counts as wrong) and listed in
 ``unparsable``.
 
-Errors name the line and field and stop the read: malformed lines always, and unknown ids,
-duplicate rows and rows of another split unless ``lenient=True``, which skips those lines and
-reports them in ``warnings`` with counts. Dataset rows without a prediction are missing (wrong,
-counted per run).
+Errors name the line and field: malformed lines always, and unknown ids, duplicate rows and
+rows of another split unless ``lenient=True``, which skips those lines and reports them in
+``warnings`` with counts. The read goes on past a bad line and then refuses the file with every
+error found (:class:`PredictionsFileRejected`), as the sample import does; only a file that
+cannot be read at all (not UTF-8, no CSV header) stops it at once. Dataset rows without a
+prediction are missing (wrong, counted per run).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from annotation.importing.errors import Problem, ProblemList
 from annotation.importing.limits import (
     CSV_FIELD_MAX_CHARS,
     JUDGE_OUTPUT_MAX_CHARS,
@@ -36,7 +39,8 @@ from annotation.importing.limits import (
     text_problem,
 )
 from annotation.splits import split_key
-from judging.errors import PredictionsFileError
+from core.text import counted
+from judging.errors import PredictionsFileError, PredictionsFileRejected
 from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput
 from judging.parsing import parse_judge_output
 
@@ -141,6 +145,20 @@ def _open_text(source: str | Path | IO) -> tuple[IO[str], str]:
     return io.StringIO(data, newline=""), name
 
 
+def _line_count(handle: IO[str]) -> int:
+    """The lines of the file (for progress: line n of N); the handle is left at its start."""
+    if isinstance(handle, io.StringIO):
+        text = handle.getvalue()
+        return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    start = handle.tell()
+    try:
+        count = sum(1 for _ in handle)
+    except UnicodeDecodeError:
+        count = 0  # the read names the problem
+    handle.seek(start)
+    return count
+
+
 def _detect_format(handle: IO[str], name: str) -> str:
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
@@ -156,39 +174,47 @@ def _detect_format(handle: IO[str], name: str) -> str:
     return "jsonl" if head.startswith("{") else "csv"
 
 
-def _jsonl_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
+#: A line of the file: its record, or the error that makes it unreadable (the read goes on).
+Line = tuple[int, "dict | PredictionsFileError"]
+
+
+def _jsonl_lines(handle: IO[str]) -> Iterator[Line]:
     for line_no, raw in enumerate(handle, start=1):
         if not raw.strip():
             continue
         try:
-            record = json_loads(raw, check_text=False)  # _check_record names the field
+            record = json_loads(raw, check_text=False)  # _record_problem names the field
         except JsonInputError as exc:
-            raise PredictionsFileError(f"not valid JSON ({exc})", line=line_no) from None
+            yield line_no, PredictionsFileError(f"not valid JSON ({exc})", line=line_no)
+            continue
         if not isinstance(record, dict):
-            raise PredictionsFileError("a line must be a JSON object", line=line_no)
+            yield line_no, PredictionsFileError("a line must be a JSON object", line=line_no)
+            continue
         yield line_no, record
 
 
-def _check_record(record: dict, line: int) -> None:
-    """Every text of the line is storable and within its limit (names short, outputs long)."""
+def _record_problem(record: dict, line: int) -> PredictionsFileError | None:
+    """The first text of the line that is not storable or over its limit (names short)."""
     for key, value in record.items():
         key_problem = text_problem(str(key), max_chars=PREDICTION_NAME_MAX_CHARS)
         if key_problem:
-            raise PredictionsFileError(f"a column name {key_problem}", line=line)
+            return PredictionsFileError(f"a column name {key_problem}", line=line)
         if not isinstance(value, str):
             continue
         limit = PREDICTION_NAME_MAX_CHARS if key in _NAME_FIELDS else JUDGE_OUTPUT_MAX_CHARS
         problem = text_problem(value, max_chars=limit)
         if problem:
-            raise PredictionsFileError(problem, line=line, field=str(key))
+            return PredictionsFileError(problem, line=line, field=str(key))
+    return None
 
 
-def _checked(records: Iterator[tuple[int, dict]]) -> Iterator[tuple[int, dict]]:
+def _checked(records: Iterator[Line]) -> Iterator[Line]:
     """The records with their texts checked; decoding and CSV errors named, never raised raw."""
     line = 0
     try:
         for line, record in records:
-            _check_record(record, line)
+            if isinstance(record, dict):
+                record = _record_problem(record, line) or record
             yield line, record
     except UnicodeDecodeError as exc:
         raise PredictionsFileError(
@@ -198,7 +224,7 @@ def _checked(records: Iterator[tuple[int, dict]]) -> Iterator[tuple[int, dict]]:
         raise PredictionsFileError(f"unreadable CSV ({exc})", line=line + 1) from None
 
 
-def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
+def _csv_lines(handle: IO[str]) -> Iterator[Line]:
     # csv.reader rather than DictReader: DictReader drops blank rows silently, which would
     # shift the line numbers in error messages.
     reader = csv.reader(handle)
@@ -222,15 +248,19 @@ def _csv_lines(handle: IO[str]) -> Iterator[tuple[int, dict]]:
         if not any(c.strip() for c in cells):
             continue
         if len(cells) > len(header):
-            raise PredictionsFileError(
-                f"{len(cells)} cells for {len(header)} header columns", line=line_no
+            yield (
+                line_no,
+                PredictionsFileError(
+                    f"{len(cells)} cells for {len(header)} header columns", line=line_no
+                ),
             )
+            continue
         yield line_no, dict(zip(header, cells, strict=False))
 
 
 def _lift_csv_field_limit() -> None:
     # The csv module's own limit (131,072) would stop a long judge output with a bare error;
-    # above ours, _check_record names the line and column.
+    # above ours, _record_problem names the line and column.
     if csv.field_size_limit() < CSV_FIELD_MAX_CHARS:
         csv.field_size_limit(CSV_FIELD_MAX_CHARS)
 
@@ -271,6 +301,10 @@ def _run_index(value: Any, line: int) -> int:
     return run
 
 
+def _problem(exc: PredictionsFileError) -> Problem:
+    return Problem(exc.line, exc.field or "", exc.message)
+
+
 def read_predictions(
     path_or_file: str | Path | IO,
     *,
@@ -294,121 +328,136 @@ def read_predictions(
     judge_line = 0
     lines = accepted = 0
 
+    problems = ProblemList()
+
     def reject(kind: str, message: str, *, line: int, field_name: str) -> None:
         if not lenient:
             raise PredictionsFileError(message, line=line, field=field_name)
         skipped[kind].append(f"line {line}: {message}")
 
+    def take(line: int, record: dict) -> None:
+        """Align one line to its row; raise PredictionsFileError for a bad line."""
+        nonlocal judge, judge_line, accepted
+        qid = record.get("question_id")
+        if not _blank(qid):
+            qid = str(qid).strip()
+            pos = index.by_qid.get(qid)
+            id_field = "question_id"
+            if pos is None:
+                reject("unknown", f"unknown question id {qid!r}", line=line, field_name=id_field)
+                return
+        else:
+            prompt, criterion = record.get("prompt_id"), record.get("criterion")
+            if _blank(prompt) or _blank(criterion):
+                missing_field = "prompt_id" if _blank(prompt) else "criterion"
+                raise PredictionsFileError(
+                    "a line needs question_id, or prompt_id and criterion",
+                    line=line,
+                    field="question_id" if _blank(prompt) and _blank(criterion) else missing_field,
+                )
+            prompt, criterion = str(prompt).strip(), str(criterion).strip()
+            pos = index.by_cell.get((prompt, criterion))
+            if pos is None:
+                reject(
+                    "unknown",
+                    f"no dataset row for prompt {prompt!r} and criterion {criterion!r}",
+                    line=line,
+                    field_name="prompt_id",
+                )
+                return
+            qid = index.question_id[pos]
+        row_split = index.split[pos]
+        own_split = record.get("split")
+        if not _blank(own_split) and split_key(own_split) != row_split:
+            raise PredictionsFileError(
+                f"row {qid!r} is in split {row_split!r}, the line says {own_split!r}",
+                line=line,
+                field="split",
+            )
+        if split is not None and row_split != split:
+            reject(
+                "other_split",
+                f"row {qid!r} is in split {row_split!r}, not {split!r}",
+                line=line,
+                field_name="question_id",
+            )
+            return
+
+        run = _run_index(record.get("run"), line)
+        line_judge = record.get("judge")
+        if not _blank(line_judge):
+            line_judge = str(line_judge).strip()
+            if judge is None:
+                judge, judge_line = line_judge, line
+            elif line_judge != judge:
+                raise PredictionsFileError(
+                    f"judge {line_judge!r} differs from {judge!r} on line {judge_line}; "
+                    "use one file per judge",
+                    line=line,
+                    field="judge",
+                )
+
+        if (run, pos) in first_line:
+            reject(
+                "duplicate",
+                f"second prediction for {qid!r} in run {run} "
+                f"(first on line {first_line[run, pos]})",
+                line=line,
+                field_name="question_id",
+            )
+            return
+
+        raw_field = next((f for f in RAW_FIELDS if f in record), None)
+        if "prediction" not in record and raw_field is None:
+            raise PredictionsFileError(
+                "a line needs a prediction, an output or a critic field",
+                line=line,
+                field="prediction",
+            )
+        value = record.get("prediction")
+        output = record.get(raw_field) if raw_field is not None else None
+        text = value if not _blank(value) else output
+        label = prediction_label(value, output)
+        if label is None:
+            label = INVALID_LABEL
+            shown = "" if text is None else str(text)
+            if len(shown) > _EXCERPT:
+                shown = "..." + shown[-_EXCERPT:]
+            unparsable.append(Unparsable(line=line, run=run, question_id=qid, text=shown))
+        if run not in runs:
+            runs[run] = np.full(n_rows, None, dtype=object)
+            raw_outputs[run] = {}
+        runs[run][pos] = label
+        if isinstance(output, str) and output:
+            raw_outputs[run][pos] = output
+        first_line[run, pos] = line
+        accepted += 1
+
+    total_lines = _line_count(handle) if progress is not None else None
     with handle:
         fmt = _detect_format(handle, name)
         records = _checked(_jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle))
-        for line, record in records:
-            lines += 1
-            if progress is not None and lines % _PROGRESS_EVERY == 0:
-                progress(lines, None)
-            qid = record.get("question_id")
-            if not _blank(qid):
-                qid = str(qid).strip()
-                pos = index.by_qid.get(qid)
-                id_field = "question_id"
-                if pos is None:
-                    reject(
-                        "unknown", f"unknown question id {qid!r}", line=line, field_name=id_field
-                    )
-                    continue
-            else:
-                prompt, criterion = record.get("prompt_id"), record.get("criterion")
-                if _blank(prompt) or _blank(criterion):
-                    missing_field = "prompt_id" if _blank(prompt) else "criterion"
-                    raise PredictionsFileError(
-                        "a line needs question_id, or prompt_id and criterion",
-                        line=line,
-                        field="question_id"
-                        if _blank(prompt) and _blank(criterion)
-                        else missing_field,
-                    )
-                prompt, criterion = str(prompt).strip(), str(criterion).strip()
-                pos = index.by_cell.get((prompt, criterion))
-                if pos is None:
-                    reject(
-                        "unknown",
-                        f"no dataset row for prompt {prompt!r} and criterion {criterion!r}",
-                        line=line,
-                        field_name="prompt_id",
-                    )
-                    continue
-                qid = index.question_id[pos]
-            row_split = index.split[pos]
-            own_split = record.get("split")
-            if not _blank(own_split) and split_key(own_split) != row_split:
-                raise PredictionsFileError(
-                    f"row {qid!r} is in split {row_split!r}, the line says {own_split!r}",
-                    line=line,
-                    field="split",
-                )
-            if split is not None and row_split != split:
-                reject(
-                    "other_split",
-                    f"row {qid!r} is in split {row_split!r}, not {split!r}",
-                    line=line,
-                    field_name="question_id",
-                )
-                continue
+        try:
+            for line, record in records:
+                lines += 1
+                if progress is not None and lines % _PROGRESS_EVERY == 0:
+                    progress(line, total_lines)
+                try:
+                    if isinstance(record, PredictionsFileError):
+                        raise record
+                    take(line, record)
+                except PredictionsFileError as exc:
+                    problems.add(_problem(exc))
+        except PredictionsFileError as exc:  # the file cannot be read on: list it last
+            problems.add(_problem(exc))
 
-            run = _run_index(record.get("run"), line)
-            line_judge = record.get("judge")
-            if not _blank(line_judge):
-                line_judge = str(line_judge).strip()
-                if judge is None:
-                    judge, judge_line = line_judge, line
-                elif line_judge != judge:
-                    raise PredictionsFileError(
-                        f"judge {line_judge!r} differs from {judge!r} on line {judge_line}; "
-                        "use one file per judge",
-                        line=line,
-                        field="judge",
-                    )
-
-            if (run, pos) in first_line:
-                reject(
-                    "duplicate",
-                    f"second prediction for {qid!r} in run {run} "
-                    f"(first on line {first_line[run, pos]})",
-                    line=line,
-                    field_name="question_id",
-                )
-                continue
-
-            raw_field = next((f for f in RAW_FIELDS if f in record), None)
-            if "prediction" not in record and raw_field is None:
-                raise PredictionsFileError(
-                    "a line needs a prediction, an output or a critic field",
-                    line=line,
-                    field="prediction",
-                )
-            value = record.get("prediction")
-            output = record.get(raw_field) if raw_field is not None else None
-            text = value if not _blank(value) else output
-            label = prediction_label(value, output)
-            if label is None:
-                label = INVALID_LABEL
-                shown = "" if text is None else str(text)
-                if len(shown) > _EXCERPT:
-                    shown = "..." + shown[-_EXCERPT:]
-                unparsable.append(Unparsable(line=line, run=run, question_id=qid, text=shown))
-            if run not in runs:
-                runs[run] = np.full(n_rows, None, dtype=object)
-                raw_outputs[run] = {}
-            runs[run][pos] = label
-            if isinstance(output, str) and output:
-                raw_outputs[run][pos] = output
-            first_line[run, pos] = line
-            accepted += 1
+    if problems:
+        raise PredictionsFileRejected(problems.items, more=problems.more)
 
     if not runs:
         raise PredictionsFileError(f"{name or 'the file'} has no predictions for the dataset")
     if progress is not None:
-        progress(lines, lines)
+        progress(lines, lines)  # every line is read: the count of lines with a prediction
 
     scope = np.ones(n_rows, dtype=bool) if split is None else index.rows.split == split
     missing = {r: int((np.equal(a, None) & scope).sum()) for r, a in runs.items()}
@@ -419,7 +468,7 @@ def read_predictions(
         "other_split": f"of another split than {split!r}",
     }
     warnings = [
-        f"{len(items)} lines {labels[kind]} skipped (first: {items[0]})"
+        f"{counted(len(items), 'line')} {labels[kind]} skipped (first: {items[0]})"
         for kind, items in skipped.items()
         if items
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from core.text import counted
 from judging.metrics import ScoreInput, criteria_in_order, score_runs
 from judging.predictions import ParsedPredictions
 
@@ -168,7 +169,8 @@ def _notes(payload: dict, split: str) -> list[str]:
                 if len(skipped) > _SKIPPED_SHOWN
                 else ""
             )
-            notes.append(f"{name}: {len(skipped)} rows without a prediction skipped: {shown}{more}")
+            rows = counted(len(skipped), "row")
+            notes.append(f"{name}: {rows} without a prediction skipped: {shown}{more}")
     return notes
 
 

@@ -36,8 +36,8 @@ def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
                 progress=progress,
             )
     except UploadRejected as exc:
-        # The page lists the error with its line and field; the job's error keeps the text.
-        Job.objects.filter(pk=job.pk).update(result={"errors": [exc.as_dict()]})
+        # The page lists every error with its line and field; the job's error keeps the text.
+        Job.objects.filter(pk=job.pk).update(result={"errors": exc.errors, "more": exc.more})
         default_storage.delete(params["path"])
         raise
     except JobLeaseLost:

@@ -2,12 +2,23 @@
 
 from django.urls import path
 
-from .views import leaderboard, runner
+from .views import board, leaderboard, runner
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 
 urlpatterns = [
+    path(
+        "projects/<slug:slug>/leaderboard/",
+        board.leaderboard_latest,
+        name="leaderboard-latest",
+    ),
     path(f"{_VERSION}leaderboard/", leaderboard.leaderboard, name="leaderboard"),
+    path(
+        f"{_VERSION}leaderboard.<str:fmt>",
+        board.leaderboard_export,
+        name="leaderboard-export",
+    ),
+    path(f"{_VERSION}compare/", board.judges_compare_page, name="judge-compare"),
     path(
         f"{_VERSION}predictions/upload/", leaderboard.predictions_upload, name="predictions-upload"
     ),

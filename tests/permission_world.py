@@ -95,6 +95,7 @@ def build_world() -> PermissionWorld:
         "run_id": run.pk,
         "pk": spare_token.pk,
         "kind": DatasetFile.Kind.JSONL,
+        "fmt": "csv",
         "judge": JUDGE,
         "split": "open_ended",
         "path": image,

@@ -137,6 +137,8 @@ MATRIX: dict[str, Entry] = {
     "version-build": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "version-detail": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "version-file": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "version-notes": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    "version-card": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "benchmark-import": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "tokens": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "token-revoke": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
@@ -149,6 +151,13 @@ MATRIX: dict[str, Entry] = {
         get=MEMBER_PAGE,
         post=web(LOGIN, 405, 405, 405, 405),
     ),
+    # The project's newest ready version's leaderboard (a redirect to it).
+    "leaderboard-latest": Entry(
+        get=web(LOGIN, 302, 403, 403, 302), post=web(LOGIN, 405, 405, 405, 405)
+    ),
+    "leaderboard-export": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
+    # The world's version holds labels only, whose rows members read (with votes: the lead's).
+    "judge-compare": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "predictions-upload": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "predictions-upload-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "judge-run-delete": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
@@ -194,6 +203,8 @@ MATRIX: dict[str, Entry] = {
     # --- accounts and media ------------------------------------------------------------------
     "login": Entry(get=web(200, 200, 200, 200, 200), post=web(200, 200, 200, 200, 200)),
     "logout": Entry(get=web(405, 405, 405, 405, 405), post=web(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
+    # Browsers ask for /favicon.ico on every page, logged in or not: the SVG icon.
+    "favicon": Entry(get=web(301, 301, 301, 301, 301), post=web(405, 405, 405, 405, 405)),
     # A web image of P (core.permissions.media_file decides; refusals are 404).
     "media": Entry(get=web(LOGIN, 200, 404, 404, 200), post=web(LOGIN, 405, 405, 405, 405)),
 }

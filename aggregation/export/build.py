@@ -14,6 +14,7 @@ from django.db.models import JSONField, Value
 from aggregation.selectors.review import exportable_labels
 from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
+from core.text import counted
 
 from .rows import SampleFields, has_conflict, row_build
 from .writers import JsonlWriter, ParquetRowWriter, ZipWriter, file_digest, jsonl_line
@@ -252,7 +253,7 @@ def export_build(
                 on_rows(rows, lines)
             done += len(rows)
             if progress is not None:
-                progress(done, total, f"{done} of {total} rows")
+                progress(done, total, f"{done:,} of {counted(total, 'row')}")
         close_prompt()
         jsonl.close()
         if progress is not None:

@@ -12,6 +12,7 @@ from typing import Any
 from django.utils.safestring import SafeString, mark_safe
 
 from aggregation.selectors.dashboard import STATISTICS, Dashboard
+from core.text import counted
 
 from .. import charts
 
@@ -45,17 +46,19 @@ def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, A
     if ci and None not in ci:
         bits.append(f"95% CI {ci[0]:.{digits}f} to {ci[1]:.{digits}f}")
     if stat.get("pairs_used") is not None:
-        bits.append(f"{stat['pairs_used']} pairs used, {stat.get('pairs_skipped', 0)} skipped")
+        bits.append(
+            f"{counted(stat['pairs_used'], 'pair')} used, {stat.get('pairs_skipped', 0)} skipped"
+        )
     if stat.get("min_overlap") is not None:
-        bits.append(f"pairs need {stat['min_overlap']} shared items")
+        bits.append(f"pairs need {counted(stat['min_overlap'], 'shared item')}")
     if stat.get("smallest_overlap") is not None:
         bits.append(f"smallest overlap used {stat['smallest_overlap']}")
     if stat.get("weighted_value") is not None:
         bits.append(f"overlap-weighted {stat['weighted_value']:.{digits}f}")
     if stat.get("items") is not None:
-        bits.append(f"{stat['items']} items")
+        bits.append(counted(stat["items"], "item"))
     if stat.get("items_excluded"):
-        bits.append(f"{stat['items_excluded']} items left out")
+        bits.append(f"{counted(stat['items_excluded'], 'item')} left out")
     return {
         "text": f"{value:.{digits}f}",
         "title": " · ".join(bits),

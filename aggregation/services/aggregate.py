@@ -34,6 +34,7 @@ from annotation.splits import split_label
 from core.db import JsonText, insert_rows, read_int_columns, update_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
+from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
@@ -103,7 +104,7 @@ def _load_votes(
     if (columns["code"] < 0).any():
         raise ValueError("a formal vote has a choice outside A, B and tie")
     n = len(columns["id"])
-    progress(done + n, total, f"{label}: read {n:,} votes")
+    progress(done + n, total, f"{label}: read {counted(n, 'vote')}")
     return {
         "id": columns["id"],
         "sample": columns["sample_id"],
@@ -404,8 +405,8 @@ def project_aggregate(
             }
     progress(total, total, "done")
     parts = [
-        f"{split_label(s)}: {r['kept']:,} of {r['labels']:,} labels kept, "
-        f"{r['samples_kept']:,} of {r['samples']:,} samples"
+        f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
+        f"{r['samples_kept']:,} of {counted(r['samples'], 'sample')}"
         for s, r in out["splits"].items()
     ]
     out["summary"] = "; ".join(parts) if parts else "No criteria to aggregate."

@@ -25,6 +25,7 @@ from django.db import transaction
 from annotation.importing.errors import ImportRejected, Problem
 from annotation.importing.service import ImportReport, samples_import
 from annotation.models import Project, Slot, Vote
+from core.text import counted
 
 from ..export.build import LABELS_PUBLISHED, published_labels
 from ..models import DatasetVersion
@@ -50,7 +51,7 @@ class BenchmarkResult:
         state = "created" if self.created else "already there, unchanged"
         return (
             f"{self.report.summary()}. Version {self.version.number} ({state}): "
-            f"{self.version.row_count} rows with the published labels."
+            f"{counted(self.version.row_count, 'row')} with the published labels."
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -19,12 +20,17 @@ from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.permissions import lead_required
 
-from ..forms import VersionBuildForm
+from ..forms import VersionBuildForm, VersionNotesForm
 from ..http import version_file_response
+from ..models import DatasetVersion
 from ..selectors import export as selectors
+from ..selectors import versions as selectors_versions
+from ..services.version_notes import version_notes_update
 from ..services.versions import version_build_start
 
 PREVIEW_ROWS = 20
+#: Changed rows listed per page of the diff against the previous version.
+CHANGES_PER_PAGE = 50
 
 
 def _get_project(slug: str) -> Project:
@@ -73,13 +79,12 @@ def version_build(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("versions", slug=project.slug)
 
 
-@lead_required
-@require_GET
-def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    project = _get_project(slug)
-    version = get_object_or_404(
-        selectors.versions_all(project=project).select_related("job"), number=number
-    )
+def _detail_context(
+    request: HttpRequest,
+    project: Project,
+    version: DatasetVersion,
+    notes_form: VersionNotesForm | None = None,
+) -> dict:
     manifest = version.manifest or {}
     counts = manifest.get("counts", {})
     agreement = manifest.get("agreement", {})
@@ -105,8 +110,78 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
         else [],
         "preview_rows": PREVIEW_ROWS,
         "lead_only_kinds": selectors.version_lead_only_kinds(version=version),
+        "notes_form": notes_form or VersionNotesForm(initial={"notes": version.lead_notes}),
     }
-    return render(request, "aggregation/versions_detail.html", context)
+    if version.status == DatasetVersion.Status.READY:
+        previous = selectors_versions.version_previous(version=version)
+        diff = (
+            selectors_versions.version_diff(version=version, previous=previous)
+            if previous
+            else None
+        )
+        context.update(
+            card=selectors_versions.version_card(version=version),
+            previous=previous,
+            diff=diff,
+            changes=Paginator(diff.changes, CHANGES_PER_PAGE).get_page(request.GET.get("changes"))
+            if diff
+            else None,
+        )
+    return context
+
+
+@lead_required
+@require_GET
+def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    project = _get_project(slug)
+    version = get_object_or_404(
+        selectors.versions_all(project=project).select_related("job"), number=number
+    )
+    return render(
+        request, "aggregation/versions_detail.html", _detail_context(request, project, version)
+    )
+
+
+@lead_required
+@require_POST
+def version_notes(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Save the lead's notes on a version; htmx gets the notes panel back."""
+    project = _get_project(slug)
+    version = get_object_or_404(selectors.versions_ready(project=project), number=number)
+    form = VersionNotesForm(request.POST)
+    if form.is_valid():
+        version_notes_update(version=version, notes=form.cleaned_data["notes"], by=request.user)
+        if not request.htmx:
+            messages.success(request, f"The notes on version {version.number} are saved.")
+            return redirect("version-detail", slug=project.slug, number=version.number)
+        context = {
+            "project": project,
+            "version": version,
+            "notes_saved": True,
+            "card": selectors_versions.version_card(version=version),
+        }
+        context["notes_form"] = VersionNotesForm(initial={"notes": version.lead_notes})
+        return render(request, "aggregation/versions_detail.html#notes", context)
+    if request.htmx:
+        context = {"project": project, "version": version, "notes_form": form}
+        return render(request, "aggregation/versions_detail.html#notes", context, status=422)
+    context = _detail_context(request, project, version, notes_form=form)
+    return render(request, "aggregation/versions_detail.html", context, status=422)
+
+
+@lead_required
+@require_GET
+def version_card_file(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The version's dataset card as a Markdown file."""
+    project = _get_project(slug)
+    version = get_object_or_404(selectors.versions_ready(project=project), number=number)
+    response = HttpResponse(
+        selectors_versions.version_card(version=version),
+        content_type="text/markdown; charset=utf-8",
+    )
+    name = f"{project.slug}-v{version.number}-dataset-card.md"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @lead_required

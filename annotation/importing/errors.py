@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.text import counted
+
 # All problems are listed; past this many the rest are only counted, so that a file of garbage
 # cannot fill the memory with messages.
 MAX_PROBLEMS = 10_000
@@ -38,7 +40,7 @@ class ImportRejected(Exception):
         if count > len(lines):
             lines.append(f"... and {count - len(lines)} more")
         super().__init__(
-            f"{count} error(s) in the file, nothing was imported:\n" + "\n".join(lines)
+            f"{counted(count, 'error')} in the file, nothing was imported:\n" + "\n".join(lines)
         )
 
     @property

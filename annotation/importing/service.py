@@ -27,6 +27,8 @@ import numpy as np
 from django.core.files.storage import default_storage
 from django.db import transaction
 
+from core.text import counted
+
 from .. import curation
 from ..default_criteria import DEFAULT_CRITERIA
 from ..images import ImageRejected, image_inspect, image_process, sample_image_attach
@@ -62,7 +64,7 @@ class ImportReport:
 
     def summary(self) -> str:
         parts = [
-            f"{self.samples} samples read ({self.format})",
+            f"{counted(self.samples, 'sample')} read ({self.format})",
             f"{self.created} created",
             f"{self.updated} updated",
             f"{self.unchanged} unchanged",
@@ -74,7 +76,9 @@ class ImportReport:
                 "filtered out: "
                 + ", ".join(f"{name} {count}" for name, count in self.removed_by_filter.items())
             )
-        parts.append(f"{self.reference_labels} reference labels, {self.slots} slots")
+        parts.append(
+            f"{counted(self.reference_labels, 'reference label')}, {counted(self.slots, 'slot')}"
+        )
         return "; ".join(parts) + f" in {self.seconds:.1f}s"
 
     def as_dict(self) -> dict[str, Any]:

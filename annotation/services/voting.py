@@ -44,6 +44,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from annotation.selectors.work import formal_votes, project_criteria, seed_swapped
+from core.text import counted
 
 from .. import tiecap
 from ..ab import SHOWN_CHOICES, shown_to_canonical
@@ -94,8 +95,8 @@ def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
         raise VoteRejected(
             "choice",
             f"No tie available: ties must stay below {_percent(project.tie_cap)} of your formal "
-            f"votes, and {t + 1} ties in {cast} votes would not. Choose A or B, or keep this "
-            "item for later.",
+            f"votes, and {counted(t + 1, 'tie')} in {counted(cast, 'vote')} would not. Choose A or "
+            "B, or keep this item for later.",
         )
 
 
@@ -130,7 +131,8 @@ def vote_submit(
     if len(rationale) < minimum:
         raise VoteRejected(
             "rationale",
-            f"Write a rationale of at least {minimum} characters ({len(rationale)} so far).",
+            f"Write a rationale of at least {counted(minimum, 'character')} "
+            f"({len(rationale)} so far).",
         )
     seconds = max(0.0, float(seconds or 0))
     criteria = project_criteria(project)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from core.text import counted
+
 from ..rendering import render_markdown
 from ..splits import split_label
 
@@ -27,6 +29,13 @@ def percent(part: int | float | None, whole: int | float | None) -> int:
 
 
 register.filter("split_label", split_label)
+
+
+@register.filter(name="counted")
+def counted_filter(n: int | float | None, nouns: str) -> str:
+    """``{{ n|counted:"tie" }}`` is "1 tie" or "3 ties"; ``"criterion,criteria"`` for irregulars."""
+    singular, _, plural = nouns.partition(",")
+    return counted(n, singular, plural or None)
 
 
 @register.filter

@@ -139,7 +139,7 @@ def predictions_submit(request: Request, slug: str, number: int) -> Response:
             source=JudgeRun.Source.API,
         )
     except services.UploadRejected as exc:
-        return _error_response(exc.message, [exc.as_dict()], with_message=False)
+        return _error_response(exc.message, exc.errors, with_message=False)
     body = UploadResultSerializer(
         {"runs": result.runs, "scorecards": result.scorecards, "warnings": result.warnings},
         context={"request": request},

@@ -16,6 +16,7 @@ from aggregation.models import DatasetRow, DatasetVersion
 from aggregation.selectors.export import versions_ready
 from annotation.models import Criterion, Project
 from annotation.splits import split_label
+from core.text import counted
 
 from ..metrics import SPLIT_ORDER, criteria_in_order
 from ..models import JudgeRun, Scorecard
@@ -104,20 +105,25 @@ def headline_cells(figures: dict[str, Any]) -> list[Cell]:
         Cell(
             pacc.get("value"),
             pacc.get("ci"),
-            f"{pacc.get('correct_prompts', 0)} / {pacc.get('prompts', 0)} prompts",
+            f"{pacc.get('correct_prompts', 0)} / {counted(pacc.get('prompts', 0), 'prompt')}",
         ),
         Cell(
             cmr.get("value"),
             cmr.get("ci"),
-            f"{cmr.get('matched_pairs', 0)} / {cmr.get('conflict_pairs', 0)} conflicting pairs",
+            f"{cmr.get('matched_pairs', 0)} / "
+            f"{counted(cmr.get('conflict_pairs', 0), 'conflicting pair')}",
         ),
         Cell(
             tos.get("value"),
             tos.get("ci"),
-            f"{tos.get('sensitive_prompts', 0)} / {tos.get('conflict_prompts', 0)} "
-            "conflict prompts",
+            f"{tos.get('sensitive_prompts', 0)} / "
+            f"{counted(tos.get('conflict_prompts', 0), 'conflict prompt')}",
         ),
-        Cell(avg.get("value"), avg.get("ci"), f"mean of {avg.get('criteria', 0)} criteria"),
+        Cell(
+            avg.get("value"),
+            avg.get("ci"),
+            f"mean of {counted(avg.get('criteria', 0), 'criterion', 'criteria')}",
+        ),
     ]
 
 
@@ -130,7 +136,7 @@ def criterion_cells(figures: dict[str, Any], columns: list[Column]) -> list[Cell
             Cell(
                 entry.get("acc"),
                 entry.get("ci"),
-                f"{entry.get('correct', 0)} / {entry.get('n', 0)} rows" if entry else "",
+                f"{entry.get('correct', 0)} / {counted(entry.get('n', 0), 'row')}" if entry else "",
             )
         )
     return cells

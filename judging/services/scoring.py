@@ -25,19 +25,19 @@ from aggregation.models import DatasetVersion
 from core.db import insert_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
+from core.text import counted, plural_form
 
+from ..compare import covering_runs
 from ..datasets import rows_from_version
-from ..errors import InputFileError
+from ..errors import InputFileError, PredictionsFileRejected
 from ..metrics import (
-    INVALID,
-    MISSING,
     ScoreInput,
-    encode_predictions,
     majority_vote_codes,
     score_many,
 )
 from ..models import JudgeRun, Prediction, Scorecard
 from ..predictions import DatasetIndex, read_predictions
+from ..selectors.compare import run_codes
 
 Progress = Callable[..., None]
 
@@ -75,14 +75,27 @@ class UploadRejected(ValueError):
         self.line = line
         self.file_field = file_field
         self.detail = detail or message
+        #: Every error, as the page and the API list them; ``more`` counts those past the list.
+        self.errors = [self.as_dict()]
+        self.more = 0
         super().__init__(message)
 
     @classmethod
     def from_file_error(cls, exc: InputFileError) -> UploadRejected:
-        return cls(str(exc), field="file", line=exc.line, file_field=exc.field, detail=exc.message)
+        """The file's errors: all of them when the reader listed several (every bad line)."""
+        rejected = cls(
+            str(exc), field="file", line=exc.line, file_field=exc.field, detail=exc.message
+        )
+        if isinstance(exc, PredictionsFileRejected):
+            rejected.errors = [
+                {"line": p.line, "field": p.field or "file", "message": p.message}
+                for p in exc.problems
+            ]
+            rejected.more = exc.more
+        return rejected
 
     def as_dict(self) -> dict[str, Any]:
-        """The error as the page and the API list it: line, field, message."""
+        """The (first) error as the page and the API list it: line, field, message."""
         return {"line": self.line, "field": self.file_field or self.field, "message": self.detail}
 
 
@@ -99,15 +112,21 @@ class UploadResult:
         return self.runs[0]
 
     def summary(self) -> str:
+        """What was stored, counted: "Stored run 2 of gpt-4o: 102 predictions." and so on."""
         indexes = ", ".join(str(r.run_index) for r in self.runs)
-        rows = sum(r.stats.get("accepted", 0) for r in self.runs)
+        # A run's stored predictions; "accepted" counts the lines of the whole file.
+        stored = sum(r.stats.get("predictions", r.stats.get("accepted", 0)) for r in self.runs)
         unparsable = sum(r.stats.get("unparsable", 0) for r in self.runs)
-        text = f"Stored run {indexes} of {self.runs[0].judge}: {rows} predictions"
+        runs = plural_form(len(self.runs), "run")
+        text = f"Stored {runs} {indexes} of {self.runs[0].judge}: {counted(stored, 'prediction')}"
         if unparsable:
-            text += f", {unparsable} unparsable (counted as invalid)"
+            text += f", {unparsable:,} unparsable (counted as invalid)"
         missing = sum(r.stats.get("missing", 0) for r in self.runs)
         if missing:
-            text += f"; {missing} dataset rows without a prediction count as wrong"
+            rows = counted(missing, "dataset row")
+            text += (
+                f"; {rows} without a prediction {'counts' if missing == 1 else 'count'} as wrong"
+            )
         return text + "."
 
 
@@ -197,20 +216,17 @@ def judge_run_upload(
         rows = rows_from_version(version)
     except InputFileError as exc:
         raise UploadRejected(exc.message, field="version") from None
-    # Progress counts lines read (about one per row), then the write and the scoring. Reading
-    # is the long part and reports as it goes; the write is one transaction, so a progress
-    # update made inside it would only show once it commits.
-    n_rows = len(rows)
-    progress(0, n_rows + 1, "Reading predictions")
+    # Progress counts the file's lines read (of its lines), then the write and the scoring in
+    # one step. Reading is the long part and reports as it goes; the write is one transaction,
+    # so a progress update made inside it would only show once it commits.
+    progress(0, None, "Reading the predictions file")
     try:
         parsed = read_predictions(
             file,
             dataset_index=DatasetIndex(rows),
             lenient=lenient,
             split=split,
-            progress=lambda done, total=None: progress(
-                min(done, n_rows), None, f"Read {done} lines"
-            ),
+            progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
@@ -225,7 +241,8 @@ def judge_run_upload(
 
     file_runs = parsed.run_indices
     n_predictions = sum(int(np.not_equal(parsed.runs[r], None).sum()) for r in file_runs)
-    progress(n_rows, n_rows + 1, f"Storing {n_predictions} predictions and scoring")
+    n_lines = parsed.counts["lines"]
+    progress(n_lines, n_lines, f"Storing {counted(n_predictions, 'prediction')} and scoring")
     qids = rows.question_id.tolist()
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
@@ -237,6 +254,7 @@ def judge_run_upload(
             stats = parsed.stats(file_run)
             stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
+            stats["predictions"] = int(np.not_equal(parsed.runs[file_run], None).sum())
             run = JudgeRun.objects.create(
                 version=version,
                 judge=judge,
@@ -258,7 +276,6 @@ def judge_run_upload(
                 ),
             )
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
-    progress(n_rows + 1, n_rows + 1, "Scored")
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 
@@ -269,24 +286,6 @@ def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> 
         ("run_id", "question_id", "prediction", "raw_output"),
         ((run.pk, qid, label, raw) for qid, label, raw in rows),
     )
-
-
-def _run_codes(runs: list[JudgeRun], rows: ScoreInput) -> list[np.ndarray]:
-    """Each run's stored predictions as metric codes aligned to the rows (missing where none)."""
-    order = np.argsort(rows.question_id, kind="stable")
-    sorted_qids = rows.question_id[order]
-    out = []
-    for run in runs:
-        codes = np.full(len(rows), MISSING, dtype=np.int8)
-        pairs = list(Prediction.objects.filter(run=run).values_list("question_id", "prediction"))
-        if pairs and len(sorted_qids):
-            qids, labels = (np.array(column, dtype=str) for column in zip(*pairs, strict=True))
-            at = np.minimum(np.searchsorted(sorted_qids, qids), len(sorted_qids) - 1)
-            known = sorted_qids[at] == qids
-            # A stored "invalid" (or anything but model_a/model_b) stays invalid, never missing.
-            codes[order[at[known]]] = np.maximum(encode_predictions(labels[known]), INVALID)
-        out.append(codes)
-    return out
 
 
 def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
@@ -325,17 +324,13 @@ def scorecard_compute(
     """
     rows = rows if rows is not None else rows_from_version(version)
     runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
-    codes = _run_codes(runs, rows)
+    codes = run_codes(runs, rows)
     now = timezone.now()
     cards = []
     kept_splits = []
     for split in rows.splits:
         mask = rows.split == split
-        covered = [
-            (run, code)
-            for run, code in zip(runs, codes, strict=True)
-            if (code[mask] != MISSING).any()
-        ]
+        covered = [(runs[i], codes[i]) for i in covering_runs(codes, mask)]
         if not covered:
             continue
         kept_splits.append(split)

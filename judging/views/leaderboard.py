@@ -35,10 +35,7 @@ def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> Datas
 
 
 def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
-    wanted = BoardQueryForm(request.GET).value("split")
-    if wanted in splits:
-        return wanted
-    return splits[0] if splits else None
+    return BoardQueryForm(request.GET).split_in(splits)
 
 
 def _headers(
@@ -72,6 +69,8 @@ def _headers(
         }
 
     return {
+        "sort_key": key_now,
+        "sort_desc": desc_now,
         "judge": header("judge", "Judge"),
         "columns": [header(c.key, c.label, c.title) for c in columns],
         "runs": header("runs", "Voted"),
@@ -134,7 +133,7 @@ def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
 def _criterion_chart(columns: list[Column], cells: list[Cell], judge: str) -> str:
     bars = [
-        Bar(label=c.title, value=cell.value, ci=cell.ci, note=cell.detail.replace(" rows", ""))
+        Bar(label=c.title, value=cell.value, ci=cell.ci, note=cell.detail.rsplit(" ", 1)[0])
         for c, cell in zip(columns, cells, strict=True)
     ]
     return bar_chart_svg(
@@ -221,6 +220,17 @@ def _upload_context(version: DatasetVersion, form: PredictionsUploadForm, job: J
     }
 
 
+def _form_of(job: Job | None) -> PredictionsUploadForm:
+    """A fresh form holding what the upload of ``job`` was sent with (all but the files).
+
+    The judge, run index, template hash, split and the lenient box stay filled while the job
+    runs and after it fails, so fixing the file and sending it again is one step.
+    """
+    params = job.params if job is not None else {}
+    fields = ("judge", "run_index", "template_hash", "split", "lenient")
+    return PredictionsUploadForm(initial={k: params[k] for k in fields if params.get(k)})
+
+
 @lead_required
 @require_http_methods(["GET", "POST"])
 def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
@@ -250,7 +260,7 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                 return queue_unavailable(request, page)
             else:
                 if request.htmx:
-                    context = _upload_context(version, PredictionsUploadForm(), job)
+                    context = _upload_context(version, _form_of(job), job)
                     return render(request, "judging/upload.html#upload-panel", context)
                 url = reverse("predictions-upload", args=[slug, number])
                 return redirect(f"{url}?job={job.pk}")
@@ -258,12 +268,12 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
             context = _upload_context(version, form, None)
             return render(request, "judging/upload.html#upload-panel", context)
     else:
-        form = PredictionsUploadForm()
         job_id = JobParamForm(request.GET).job_id()
         if job_id is not None:
             job = Job.objects.filter(
                 pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project
             ).first()
+        form = _form_of(job)
     return render(request, "judging/upload.html", _upload_context(version, form, job))
 
 

@@ -22,7 +22,8 @@
     if (!count) return;
     const min = parseInt(form.dataset.min || "0", 10);
     const n = textarea.value.trim().length;
-    count.textContent = n < min ? n + " / " + min : n + " characters";
+    // The plural as core.text.counted writes it: "1 character", "2 characters".
+    count.textContent = n < min ? n + " / " + min : n + (n === 1 ? " character" : " characters");
     count.classList.toggle("short", n > 0 && n < min);
   }
 

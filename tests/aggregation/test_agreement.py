@@ -228,7 +228,7 @@ def test_undefined_when_no_pair_reaches_the_minimum_overlap():
     matrix = _random_matrix(0)
     stat = agreement.mean_pairwise_cohen(matrix, min_overlap=10_000)
     assert stat["value"] is None
-    assert stat["undefined_reason"] == "no annotator pair shares at least 10000 items"
+    assert stat["undefined_reason"] == "no annotator pair shares at least 10,000 items"
     assert stat["pairs_used"] == 0 and stat["pairs_skipped"] == 36
 
 

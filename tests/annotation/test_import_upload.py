@@ -100,7 +100,7 @@ def test_htmx_upload_of_a_bad_file_lists_every_error(
     assert Sample.objects.count() == 0
     status = client.get(reverse("import-job", args=[project.slug, job.pk]), HTTP_HX_REQUEST="true")
     text = status.content.decode()
-    assert "upload.zip was refused: 5 error(s)" in text and "<html" not in text
+    assert "upload.zip was refused: 5 errors" in text and "<html" not in text
     assert "unknown split &#x27;chat&#x27;" in text and "hx-trigger" not in text
 
 

@@ -46,7 +46,7 @@ def test_a_refused_upload_is_removed_and_its_errors_listed(
     assert job.status == "failed"
     assert [(e["line"], e["field"]) for e in job.result["errors"]] == [(1, "split"), (2, "json")]
     assert not default_storage.exists(job.params["path"])
-    assert job.error == "2 error(s) in bad.jsonl; nothing was imported"
+    assert job.error == "2 errors in bad.jsonl; nothing was imported"
     page = job_page(client, project, job)
     assert "must be text, got list" in page and "contains a NUL character" in page
     assert "Traceback" not in page and ".py" not in page

@@ -96,6 +96,21 @@ def test_a_bad_line_is_a_400_naming_line_and_field_and_stores_nothing(api, lead,
     assert not JudgeRun.objects.exists() and not Scorecard.objects.exists()
 
 
+def test_every_bad_line_is_in_the_400(api, lead, version):
+    auth(api, make_token(lead, scope="predictions"))
+    lines = prediction_lines()
+    lines[1] = {**lines[1], "split": "reasoning"}
+    lines[5] = {"question_id": "nope", "prediction": "model_a"}
+    response = api.post(submit_url(version), body(predictions=lines), format="json")
+    assert response.status_code == 400
+    assert [(e["line"], e["field"]) for e in response.json()["errors"]] == [
+        (2, "split"),
+        (6, "question_id"),
+    ]
+    assert response.json()["detail"].endswith("(and 1 more error)")
+    assert not JudgeRun.objects.exists()
+
+
 def test_the_request_needs_predictions_or_a_file(api, lead, version):
     auth(api, make_token(lead, scope="predictions"))
     response = api.post(submit_url(version), {"judge": "j"}, format="json")

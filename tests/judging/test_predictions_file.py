@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judging.datasets import load_rows_file
-from judging.errors import PredictionsFileError
+from judging.errors import PredictionsFileError, PredictionsFileRejected
 from judging.predictions import DatasetIndex, read_predictions
 
 DATA = Path(__file__).parent / "data"
@@ -193,7 +193,7 @@ def test_lenient_skips_with_counts(tmp_path, index):
         "2 lines with an unknown id skipped (first: line 2: unknown question id 'ghost-1')",
         "2 lines duplicating an earlier line skipped (first: line 4: second prediction for "
         "'r1__grounding' in run 1 (first on line 1))",
-        "1 lines of another split than 'reasoning' skipped (first: line 5: row 'o1__clarity' is "
+        "1 line of another split than 'reasoning' skipped (first: line 5: row 'o1__clarity' is "
         "in split 'open_ended', not 'reasoning')",
     ]
     first, second = parsed.run_list()
@@ -273,8 +273,16 @@ def test_progress_is_reported(tmp_path, rows):
     read_predictions(
         jsonl(tmp_path, records), dataset_index=rows, progress=lambda d, t: calls.append((d, t))
     )
-    assert calls[0] == (10_000, None)
+    # Line n of the file's N lines as it reads, then every line read.
+    assert calls[0] == (10_000, 10_000)
     assert calls[-1] == (10_000, 10_000)
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n".join(json.dumps(r) for r in records[:12_000]) + "\n\n\n")
+    calls.clear()
+    read_predictions(
+        blank, dataset_index=rows, lenient=True, progress=lambda d, t: calls.append((d, t))
+    )
+    assert calls[0] == (10_000, 10_002)
 
 
 def test_critic_field_in_jsonl_and_csv(tmp_path, index, rows):
@@ -301,3 +309,40 @@ def test_a_split_spelled_otherwise_must_still_match(tmp_path, index):
     with pytest.raises(PredictionsFileError, match="is in split 'open_ended'") as err:
         read_predictions(jsonl(tmp_path, lines), dataset_index=index)
     assert (err.value.line, err.value.field) == (1, "split")
+
+
+def test_every_bad_line_is_listed_in_file_order(tmp_path, index):
+    text = (
+        "question_id,prediction,run\n"
+        "nope__clarity,A,1\n"  # line 2: unknown id
+        "o1__clarity,A,1,extra\n"  # line 3: too many cells
+        "o1__clarity,A,x\n"  # line 4: bad run
+        "o1__clarity,B,1\n"  # line 5: fine
+        "o1__clarity,A,1\n"  # line 6: duplicate of line 5
+    )
+    with pytest.raises(PredictionsFileRejected) as err:
+        read_predictions(csv_file(tmp_path, text), dataset_index=index)
+    rejected = err.value
+    assert [(p.line, p.field) for p in rejected.problems] == [
+        (2, "question_id"),
+        (3, ""),
+        (4, "run"),
+        (6, "question_id"),
+    ]
+    assert (rejected.count, rejected.more) == (4, 0)
+    # The first problem stays the exception's line and field, for callers that show one.
+    assert (rejected.line, rejected.field) == (2, "question_id")
+    assert str(rejected) == (
+        "line 2, field 'question_id': unknown question id 'nope__clarity' (and 3 more errors)"
+    )
+
+
+def test_the_listed_problems_stop_at_the_cap_and_the_rest_are_counted(tmp_path, index, monkeypatch):
+    from annotation.importing import errors
+
+    lines = [{"question_id": f"nope{i}", "prediction": "A"} for i in range(12)]
+    monkeypatch.setattr(errors, "MAX_PROBLEMS", 10)
+    with pytest.raises(PredictionsFileRejected) as err:
+        read_predictions(jsonl(tmp_path, lines), dataset_index=index)
+    assert (len(err.value.problems), err.value.more, err.value.count) == (10, 2, 12)
+    assert str(err.value).endswith("(and 11 more errors)")

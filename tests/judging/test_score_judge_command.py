@@ -124,7 +124,7 @@ def test_table_layout():
     ]
     assert "judge_alpha: invalid 1, missing 0" in out
     # unparsable predictions are listed on stderr with their line
-    assert "judge_alpha: 1 predictions could not be read (scored as invalid):" in err
+    assert "judge_alpha: 1 prediction could not be read (scored as invalid):" in err
     assert "line 11 (r2__efficiency, run 1): 'tie'" in err
     assert "line 92 (o1__hallucination, run 3)" in err
 
@@ -142,7 +142,7 @@ def test_markdown_for_one_split_with_lenient(tmp_path):
 
 
 def test_other_split_rows_without_lenient_fail():
-    with pytest.raises(CommandError, match=r"judge_alpha\.jsonl: line 1, field 'question_id'"):
+    with pytest.raises(CommandError, match=r"judge_alpha\.jsonl: 7 errors; nothing was scored"):
         run(ROWS, ALPHA, "--split", "reasoning")
 
 
@@ -204,7 +204,20 @@ def test_errors(tmp_path):
     with pytest.raises(CommandError, match=r"bad\.jsonl: line 12, field 'question_id': unknown"):
         run(ROWS, str(bad))
     out, err = run(ROWS, str(bad), "--lenient", "--n-boot", "0")
-    assert "1 lines with an unknown id skipped" in err
+    assert "1 line with an unknown id skipped" in err
     assert "bad " in out
+    worse = tmp_path / "worse.jsonl"
+    shutil.copy(bad, worse)
+    with worse.open("a") as handle:
+        handle.write('{"question_id": "o1__clarity", "prediction": "model_a", "run": "x"}\n')
+    with pytest.raises(CommandError, match=r"worse\.jsonl: 2 errors; nothing was scored\."):
+        run(ROWS, str(worse))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("score_judge", ROWS, str(worse), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().splitlines() == [
+        f"{worse}: line 12, question_id: unknown question id 'zzz'",
+        f"{worse}: line 13, run: must be a whole number, got 'x'",
+    ]
     with pytest.raises(CommandError, match="--n-boot must be 0 or more"):
         run(ROWS, ALPHA, "--n-boot", "-1")

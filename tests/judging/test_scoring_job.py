@@ -36,7 +36,7 @@ def test_uploads_are_stored_and_scored_by_the_worker(client, lead, project):
         prediction_lines(flipped(HAND_PREDICTIONS, "p1__hallucination", "p2__visual-grounding")),
         prediction_lines(run3),
     ]
-    for lines in uploads:
+    for n, lines in enumerate(uploads, start=1):
         response = client.post(
             url, {"judge": "judge-x", "template_hash": "t1", "file": predictions_upload(lines)}
         )
@@ -46,9 +46,10 @@ def test_uploads_are_stored_and_scored_by_the_worker(client, lead, project):
         wait_for(lambda job_id=job_id: finished(job_id), timeout=60)
         job = Job.objects.get(pk=job_id)
         assert job.status == Job.Status.SUCCEEDED, job.error
-        # One step per dataset row read, then one for the write and the scoring.
-        assert job.done == job.total == 10
-        assert job.message == "Scored"
+        # The file's lines, all read (9), then the write and the scoring at the same count.
+        assert job.done == job.total == 9
+        # Once finished, the message says what was stored, not the last step of the run.
+        assert job.message.startswith(f"Stored run {n} of judge-x: 9 predictions")
 
     assert [r.run_index for r in JudgeRun.objects.order_by("run_index")] == [1, 2, 3]
     assert Prediction.objects.count() == 27

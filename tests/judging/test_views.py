@@ -287,25 +287,66 @@ def test_upload_runs_a_job_and_shows_its_card_and_scorecard_links(
     assert not list((settings.MEDIA_ROOT / "judging" / "uploads").glob("*/*"))
 
 
-def test_a_refused_file_lists_line_and_field_and_stores_nothing(
+def test_a_refused_file_lists_every_bad_line_and_stores_nothing(
     client, lead, version, django_capture_on_commit_callbacks
 ):
+    client.force_login(lead)
+    good = prediction_lines()
+    lines = [
+        *good[:3],
+        {"question_id": "nope__logic", "prediction": A},  # line 4
+        {"question_id": good[3]["question_id"]},  # line 5: no prediction
+        *good[4:],
+        {"question_id": good[0]["question_id"], "prediction": A, "run": "x"},  # last line
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            upload_url(version),
+            {
+                "judge": "judge-x",
+                "template_hash": "abc123",
+                "lenient": "",
+                "file": predictions_upload(lines),
+            },
+        )
+    job = Job.objects.get()
+    assert job.status == Job.Status.FAILED
+    last = len(lines)
+    assert job.result == {
+        "errors": [
+            {"line": 4, "field": "question_id", "message": "unknown question id 'nope__logic'"},
+            {
+                "line": 5,
+                "field": "prediction",
+                "message": "a line needs a prediction, an output or a critic field",
+            },
+            {"line": last, "field": "run", "message": "must be a whole number, got 'x'"},
+        ],
+        "more": 0,
+    }
+    assert not JudgeRun.objects.exists() and not Prediction.objects.exists()
+    html = client.get(response.url).content.decode()
+    assert "predictions.jsonl was refused: 3 errors. Nothing was stored." in html
+    rows = re.findall(r"<tr><td class=\"num\">(\d+)</td><td><code>(\w+)</code></td>", html)
+    assert rows == [("4", "question_id"), ("5", "prediction"), (str(last), "run")]
+    assert "upload-job has-errors" in html
+    # The form keeps what was sent (the file aside), ready for the corrected file.
+    assert 'name="judge" value="judge-x"' in html
+    assert 'name="template_hash" value="abc123"' in html
+
+
+def test_one_bad_line_reads_as_one_error(client, lead, version, django_capture_on_commit_callbacks):
     client.force_login(lead)
     lines = [*prediction_lines(), {"question_id": "nope__logic", "prediction": A}]
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             upload_url(version), {"judge": "judge-x", "file": predictions_upload(lines)}
         )
-    job = Job.objects.get()
-    assert job.status == Job.Status.FAILED
-    assert job.result["errors"] == [
-        {"line": 10, "field": "question_id", "message": "unknown question id 'nope__logic'"}
-    ]
-    assert not JudgeRun.objects.exists() and not Prediction.objects.exists()
     html = client.get(response.url).content.decode()
-    assert "predictions.jsonl was refused; nothing was stored." in html
-    assert "Line 10, field <code>question_id</code>: unknown question id" in html
-    assert "upload-job has-errors" in html
+    assert "predictions.jsonl was refused: 1 error. Nothing was stored." in html
+    assert (
+        Job.objects.get().error == "line 10, field 'question_id': unknown question id 'nope__logic'"
+    )
 
 
 def test_a_taken_run_index_is_a_form_error_before_any_job(client, lead, version, judges):

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from aggregation.selectors.export import versions_ready
 from aggregation.services.versions import version_build
 from annotation.models import Project
+from core.text import counted
 
 COPY_CHUNK = 1024 * 1024
 
@@ -104,6 +105,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{target}  {record.size} bytes  sha256 {record.sha256}")
         self.stdout.write(
             self.style.SUCCESS(
-                f"{project.slug} v{version.number}: {version.row_count} rows written to {out}"
+                f"{project.slug} v{version.number}: {counted(version.row_count, 'row')} "
+                f"written to {out}"
             )
         )

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from aggregation.services.benchmark import benchmark_import
 from annotation.importing.errors import ImportRejected
+from core.text import counted
 
 
 class Command(BaseCommand):
@@ -41,7 +42,7 @@ class Command(BaseCommand):
                 self.stderr.write(str(problem))
             if exc.more:
                 self.stderr.write(f"... and {exc.more} more")
-            raise CommandError(f"{exc.count} error(s); nothing was imported.") from exc
+            raise CommandError(f"{counted(exc.count, 'error')}; nothing was imported.") from exc
         self.stdout.write(self.style.SUCCESS(result.summary()))
         version = result.version
         self.stdout.write(

@@ -10,6 +10,7 @@ from tqdm import tqdm
 from annotation.curation import FILTERS, parse_filters
 from annotation.importing.errors import ImportRejected
 from annotation.importing.service import samples_import
+from core.text import counted
 
 
 class Command(BaseCommand):
@@ -87,7 +88,8 @@ class Command(BaseCommand):
             if exc.more:
                 self.stderr.write(f"... and {exc.more} more")
             raise CommandError(
-                f"{exc.count} error(s) in {', '.join(options['file'])}; nothing was imported."
+                f"{counted(exc.count, 'error')} in {', '.join(options['file'])}; "
+                "nothing was imported."
             ) from exc
         for bar in bars.values():
             bar.close()

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.text import counted
 from judging.datasets import resolve_dataset
-from judging.errors import InputFileError
+from judging.errors import InputFileError, PredictionsFileRejected
 from judging.metrics import SPLIT_ORDER
 from judging.predictions import DatasetIndex, read_predictions
 from judging.report import (
@@ -79,6 +80,16 @@ class Command(BaseCommand):
                 parsed = read_predictions(
                     path, dataset_index=index, lenient=options["lenient"], split=options["split"]
                 )
+            except PredictionsFileRejected as exc:
+                if exc.count == 1:
+                    raise CommandError(f"{path}: {exc}") from None
+                for problem in exc.problems:
+                    self.stderr.write(f"{path}: {problem}")
+                if exc.more:
+                    self.stderr.write(f"... and {exc.more:,} more")
+                raise CommandError(
+                    f"{path}: {counted(exc.count, 'error')}; nothing was scored."
+                ) from None
             except InputFileError as exc:
                 raise CommandError(f"{path}: {exc}") from None
             name = judge_name(path, parsed)
@@ -108,7 +119,7 @@ class Command(BaseCommand):
             self.stderr.write(f"{name}: warning: {warning}")
         if parsed.unparsable:
             self.stderr.write(
-                f"{name}: {len(parsed.unparsable)} predictions could not be read "
+                f"{name}: {counted(len(parsed.unparsable), 'prediction')} could not be read "
                 "(scored as invalid):"
             )
             for item in parsed.unparsable[:_LISTED]:

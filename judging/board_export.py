@@ -1,0 +1,120 @@
+"""The leaderboard table as a CSV file or a LaTeX (booktabs) table.
+
+Plain Python on plain records (no Django), so the escaping is tested on its own. Figures are
+percentages with two decimals, as on the page; an undefined figure (n/a) is an empty CSV cell
+and "--" in LaTeX.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Characters that make a spreadsheet read a cell as a formula; such a cell gets a leading '.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+
+
+@dataclass(frozen=True)
+class BoardColumn:
+    label: str  # as in the table header, e.g. "PAcc" or "Completeness"
+    group: str  # "metrics" (PAcc, CMR, TOS, Avg) or "criteria"
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    judge: str
+    values: Sequence[float | None]  # one per column
+    cis: Sequence[Sequence[float] | None]  # 95% CI per column, or None
+    runs: int
+    template_hash: str
+    last_run: str  # ISO date, or ""
+    invalid: int
+
+
+def latex_escape(text: str) -> str:
+    """``text`` safe in LaTeX body text: every special character spelled out."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _spreadsheet_safe(text: str) -> str:
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+def _figure(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def board_csv(columns: Sequence[BoardColumn], rows: Sequence[BoardRow]) -> str:
+    """One line per judge: each figure with its CI bounds, then the runs' details."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["judge"]
+    for column in columns:
+        header += [column.label, f"{column.label} CI low", f"{column.label} CI high"]
+    writer.writerow([*header, "runs voted", "invalid or missing", "template hash", "last run"])
+    for row in rows:
+        cells = [_spreadsheet_safe(row.judge)]
+        for value, ci in zip(row.values, row.cis, strict=True):
+            low, high = ci if ci else (None, None)
+            cells += [_figure(value), _figure(low), _figure(high)]
+        cells += [str(row.runs), str(row.invalid), row.template_hash, row.last_run]
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def _best(rows: Sequence[BoardRow], i: int) -> float | None:
+    values = [r.values[i] for r in rows if r.values[i] is not None]
+    return max(values) if len(values) > 1 else None
+
+
+def board_latex(columns: Sequence[BoardColumn], rows: Sequence[BoardRow], *, caption: str) -> str:
+    """A booktabs table: grouped headers, the best figure of each column in bold."""
+    n_metrics = sum(1 for c in columns if c.group == "metrics")
+    n_criteria = len(columns) - n_metrics
+    spec = "l" + "r" * n_metrics + ("@{\\quad}" + "r" * n_criteria if n_criteria else "")
+    best = [_best(rows, i) for i in range(len(columns))]
+    lines = [
+        "% Requires \\usepackage{booktabs}.",
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{latex_escape(caption)}}}",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+    ]
+    groups = [f"\\multicolumn{{{n_metrics}}}{{c}}{{Multi-criterion metrics}}"]
+    rules = [f"\\cmidrule(lr){{2-{n_metrics + 1}}}"]
+    if n_criteria:
+        groups.append(f"\\multicolumn{{{n_criteria}}}{{c}}{{Accuracy per criterion}}")
+        rules.append(f"\\cmidrule(lr){{{n_metrics + 2}-{n_metrics + n_criteria + 1}}}")
+    lines.append(" & " + " & ".join(groups) + " \\\\")
+    lines.append(" ".join(rules))
+    lines.append(" & ".join(["Judge", *(latex_escape(c.label) for c in columns)]) + " \\\\")
+    lines.append("\\midrule")
+    for row in rows:
+        cells = [latex_escape(row.judge)]
+        for i, value in enumerate(row.values):
+            text = "--" if value is None else f"{value:.2f}"
+            if value is not None and value == best[i]:
+                text = f"\\textbf{{{text}}}"
+            cells.append(text)
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+    return "\n".join(lines)
