@@ -92,6 +92,20 @@ class VoteForm(forms.Form):
         return {f: m for f, m in form_errors(self).items() if f in self.ID_FIELDS}
 
 
+class SkipForm(forms.Form):
+    """A "skip for now" from the labeling screen; the service requires the reason."""
+
+    sample_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
+    criterion_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
+    reason = LimitedTextField("reason", max_length=NOTE_MAX_CHARS)
+
+    ID_FIELDS = ("sample_id", "criterion_id")
+
+    def id_errors(self) -> dict[str, str]:
+        """Errors of the item's ids: the request does not name an item at all."""
+        return {f: m for f, m in form_errors(self).items() if f in self.ID_FIELDS}
+
+
 class ItemForm(forms.Form):
     """The item a Back link starts from; both ids or neither."""
 

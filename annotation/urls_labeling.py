@@ -10,6 +10,7 @@ urlpatterns = [
         labeling.label_item,
         name="label-item",
     ),
+    path("projects/<slug:slug>/label/skip/", labeling.label_skip, name="label-skip"),
     path("projects/<slug:slug>/label/report/", labeling.report_problem, name="report-problem"),
     path("projects/<slug:slug>/calibration/", calibration.calibration, name="calibration"),
     path(

@@ -10,6 +10,7 @@ from .choices import (
 from .job import Job
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
+from .skip import Skip
 from .token import ApiToken
 from .work import ProblemReport, Slot, Vote, VoteRevision
 
@@ -28,6 +29,7 @@ __all__ = [
     "RevisionWindow",
     "Sample",
     "SampleStatus",
+    "Skip",
     "Slot",
     "Split",
     "Vote",

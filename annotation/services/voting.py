@@ -81,6 +81,10 @@ def _percent(cap: Any) -> str:
     return f"{value:.0f}%" if value == int(value) else f"{value:.1f}%"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
     n, t = _formal_counts(project, annotator)
     allowed = (
@@ -93,9 +97,19 @@ def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
         raise VoteRejected(
             "choice",
             f"No tie available: ties must stay below {_percent(project.tie_cap)} of your formal "
-            f"votes, and {t + 1} ties in {cast} votes would not. Choose A or B, or keep this "
-            "item for later.",
+            f"votes, and {_count(t + 1, 'tie')} in {_count(cast, 'vote')} would not. "
+            "Choose A or B, or skip this item for now: it comes back after your other items.",
         )
+
+
+def tie_unavailable_message(*, cap: Any, wait: int | None) -> str:
+    """Why the Tie button is off, and when it comes back (``wait``: tiecap.votes_until_tie)."""
+    if wait is None:
+        return "No ties in this project: choose A or B."
+    return (
+        f"No tie available: ties must stay below {_percent(cap)} of your formal votes. "
+        f"The next tie is possible after {_count(wait, 'more vote')} for A or B."
+    )
 
 
 def vote_submit(

@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from .. import tiecap
-from ..models import Choice, Criterion, Project, ProjectMember, Sample, Slot, Split, Vote
+from ..models import Choice, Criterion, Project, ProjectMember, Sample, Skip, Slot, Split, Vote
 
 SPLITS = list(Split.values)
 
@@ -46,6 +46,7 @@ def _tables() -> dict[str, str]:
         "sample": Sample._meta.db_table,
         "slot": Slot._meta.db_table,
         "vote": Vote._meta.db_table,
+        "skip": Skip._meta.db_table,
     }
 
 
@@ -54,7 +55,8 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
 
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
     ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
-    not completed) and ``slots_<split>`` (slots held per split). Written as SQL because it runs
+    not completed), ``n_skips`` (skipped items not voted on since) and ``slots_<split>`` (slots
+    held per split). Written as SQL because it runs
     on every labeling request and the ORM spent longer composing it than the database running
     it; every subquery is a range on the (annotator, ...) indexes, whatever the project size.
     """
@@ -79,6 +81,14 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
             ids,
         ),
         (f"(SELECT COUNT(*) {slots} AND sl.completed_at IS NULL) AS n_open", ids),
+        (
+            f"(SELECT COUNT(*) FROM {t['skip']} k JOIN {t['sample']} s ON s.id = k.sample_id"
+            " WHERE k.annotator_id = %s AND s.project_id = %s AND NOT EXISTS (SELECT 1"
+            f" FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
+            " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
+            " AS n_skips",
+            ids,
+        ),
     ]
     for split in SPLITS:
         columns.append(
@@ -100,6 +110,28 @@ def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:
 
 def formal_allowance(project: Project, member: ProjectMember) -> int:
     return tiecap.allowance(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+def formal_tie_wait(project: Project, member: ProjectMember) -> int | None:
+    """Formal votes still to cast before a new tie is allowed (0: now; None: never)."""
+    return tiecap.votes_until_tie(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+def skip_order(user: Any, sample_ids: list[int], round_: int) -> dict[tuple[int, int], int]:
+    """The user's skipped (sample, criterion) items among ``sample_ids``: rank of the latest skip.
+
+    Items skipped longer ago rank lower, so they come back first.
+    """
+    rows = (
+        Skip.objects.filter(annotator_id=user.pk, round=round_, sample_id__in=sample_ids)
+        .order_by("pk")
+        .values_list("sample_id", "criterion_id")
+    )
+    latest: dict[tuple[int, int], int] = {}
+    for rank, key in enumerate(rows):
+        latest.pop(key, None)
+        latest[key] = rank
+    return latest
 
 
 def seed_swapped(project: Project, user_id: int, sample_id: int) -> bool:
