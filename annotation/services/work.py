@@ -44,6 +44,7 @@ from .work_common import (
     SPLITS,
     ProjectCriteria,
     formal_allowance,
+    formal_share,
     formal_tie_wait,
     formal_total,
     member_progress,
@@ -187,7 +188,7 @@ def work_state(*, project: Project, annotator: Any) -> WorkState:
     return WorkState(
         "formal" if has_work else "done",
         member.f_done,
-        formal_total(member, criteria),
+        formal_share(project, member, criteria) if has_work else formal_total(member, criteria),
         formal_allowance(project, member),
         member.calibration_round,
     )
@@ -256,7 +257,7 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
                 round=Vote.FORMAL_ROUND,
                 swapped=by_sample[sample.pk].swap_ab,
                 done=member.f_done,
-                total=formal_total(member, criteria),
+                total=formal_share(project, member, criteria),
                 ties_available=formal_allowance(project, member),
                 vote=None,
                 tie_wait=formal_tie_wait(project, member),
@@ -294,7 +295,7 @@ def work_item(*, project: Project, annotator: Any, sample_id: int, criterion_id:
         if slot is None:
             raise PermissionDenied("This sample is not assigned to you.")
         sample, round_, swapped = slot.sample, Vote.FORMAL_ROUND, slot.swap_ab
-        done, total = member.f_done, formal_total(member, criteria)
+        done, total = member.f_done, formal_share(project, member, criteria)
         ties: int | None = formal_allowance(project, member)
         tie_wait = formal_tie_wait(project, member)
     else:

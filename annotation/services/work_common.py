@@ -5,8 +5,22 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.core.cache import cache
+from django.db import connection
+
 from .. import tiecap
-from ..models import Choice, Criterion, Project, ProjectMember, Sample, Skip, Slot, Split, Vote
+from ..models import (
+    Choice,
+    Criterion,
+    Project,
+    ProjectMember,
+    Sample,
+    SampleStatus,
+    Skip,
+    Slot,
+    Split,
+    Vote,
+)
 
 SPLITS = list(Split.values)
 
@@ -56,9 +70,9 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
     ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
     not completed), ``n_skips`` (skipped items not voted on since) and ``slots_<split>`` (slots
-    held per split). Written as SQL because it runs
-    on every labeling request and the ORM spent longer composing it than the database running
-    it; every subquery is a range on the (annotator, ...) indexes, whatever the project size.
+    held per split). Written as SQL because it runs on every labeling request and the ORM spent
+    longer composing it than the database running it; every subquery is a range on the
+    (annotator, ...) indexes, whatever the project size.
     """
     if not getattr(user, "is_authenticated", False):
         return None
@@ -94,6 +108,7 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
         columns.append(
             (f"(SELECT COUNT(*) {slots} AND s.split = %s) AS slots_{split}", [*ids, split])
         )
+
     sql = (
         "SELECT m.*, "
         + ", ".join(c for c, _ in columns)
@@ -105,7 +120,59 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
 
 
 def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:
+    """Votes the slots the annotator holds (completed or not) ask for."""
     return sum(getattr(member, f"slots_{split}", 0) * len(criteria.of(split)) for split in SPLITS)
+
+
+# The project's size changes with imports and calibrations, not with each vote: counting it on
+# every labeling request cost 35 ms at 100,000 samples, so it is kept this long.
+POOL_CACHE_SECONDS = 60
+
+
+def project_pool(project: Project) -> dict[str, int]:
+    """Active formal samples per split, and ``calibrated`` active members (cached, one query)."""
+    key = f"work-pool:{project.pk}"
+    pool = cache.get(key)
+    if pool is None:
+        t = _tables()
+        sql = (
+            "SELECT "
+            + ", ".join(
+                f"(SELECT COUNT(*) FROM {t['sample']} s WHERE s.project_id = %s AND s.split = %s"
+                " AND s.is_seed = %s AND s.status = %s)"
+                for _ in SPLITS
+            )
+            + f", (SELECT COUNT(*) FROM {t['member']} m WHERE m.project_id = %s"
+            " AND m.is_active = %s AND m.calibrated_at IS NOT NULL)"
+        )
+        params: list[Any] = []
+        for split in SPLITS:
+            params += [project.pk, split, False, SampleStatus.ACTIVE.value]
+        params += [project.pk, True]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        pool = dict(zip([*SPLITS, "calibrated"], (int(n) for n in row), strict=True))
+        cache.set(key, pool, POOL_CACHE_SECONDS)
+    return pool
+
+
+def formal_share(project: Project, member: ProjectMember, criteria: ProjectCriteria) -> int:
+    """Votes of the annotator's whole assignment: their share of the project, or what they hold.
+
+    Every formal sample needs ``k`` annotators, spread over the calibrated ones, so the share of
+    a split is ``ceil(samples * k / calibrated)`` samples (at most every sample) times its
+    criteria. It does not move when a batch is claimed, so progress never jumps back then;
+    an annotator who has claimed beyond their share sees what they hold instead.
+    """
+    pool = project_pool(project)
+    k = project.annotators_per_sample
+    people = max(1, pool["calibrated"])
+    share = sum(
+        min(pool[split], -(-pool[split] * k // people)) * len(criteria.of(split))
+        for split in SPLITS
+    )
+    return max(share, formal_total(member, criteria))
 
 
 def formal_allowance(project: Project, member: ProjectMember) -> int:

@@ -12,6 +12,7 @@ from annotation.models import Criterion, WorkOrder
 from annotation.services.projects import member_add
 from tests.annotation.test_labeling_views import HTMX, current_ids, label_url, submit
 from tests.annotation.work_data import calibrate, make_formal
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +132,33 @@ def test_sample_major_marks_every_criterion_change(client, project, formal_membe
     nxt = submit(client, project, current_ids(page), htmx=True)
     assert current_ids(nxt)[0] == current_ids(page)[0]
     assert "new criterion" in criterion_bar(nxt.content.decode())
+
+
+PROGRESS = re.compile(r'aria-valuemax="(\d+)" aria-valuenow="(\d+)"')
+
+
+def progress(response) -> tuple[int, int]:
+    found = PROGRESS.search(response.content.decode())
+    assert found, "no progress bar"
+    return int(found[2]), int(found[1])
+
+
+def test_progress_covers_the_whole_assignment_across_batch_claims(
+    client, project, formal_member, lead
+):
+    """8 samples x 3 annotators over 4 calibrated people: a share of 6 samples, 30 votes."""
+    for name in ("peer1", "peer2", "peer3"):
+        other = make_user(name)
+        member_add(project=project, user=other)
+        calibrate(project, other, lead)
+    project.batch_size = 2
+    project.save()
+    make_formal(project, 8)
+    client.force_login(formal_member)
+    response = client.get(label_url(project))
+    seen = [progress(response)]
+    for _ in range(24):  # crosses the claims of the 2nd and 3rd batches (after 10 and 20 votes)
+        response = submit(client, project, current_ids(response), htmx=True)
+        seen.append(progress(response))
+    assert seen == [(i, 30) for i in range(25)]
+    assert "votes of your whole assignment" in response.content.decode()
