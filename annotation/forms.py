@@ -149,6 +149,16 @@ class CalibrationFilterForm(forms.Form):
         }
 
 
+class PageForm(forms.Form):
+    """``?page=`` of a paginated list; anything that does not parse is the first page."""
+
+    page = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+
+    def number(self) -> int:
+        """The page number asked for (1 when absent or malformed)."""
+        return (self.cleaned_data.get("page") or 1) if self.is_valid() else 1
+
+
 class ReferenceForm(forms.Form):
     """A reference label for a seed item of the project."""
 

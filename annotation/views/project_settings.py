@@ -29,6 +29,7 @@ class ProjectSettingsForm(forms.ModelForm):
             "shuffle_ab": "Randomise A/B order per annotator",
             "export_includes_seeds": "Include seed samples in exports",
             "vote_revision_window": "Revising a vote on a completed sample",
+            "calibration_threshold": "Calibration threshold (% agreement with the reference)",
         }
 
 
