@@ -72,6 +72,7 @@ class VoteForm(forms.Form):
         error_messages={"required": "Choose A, B or tie.", "invalid_choice": "Choose A, B or tie."},
     )
     rationale = LimitedTextField("rationale", max_length=RATIONALE_MAX_CHARS)
+    unsure = forms.BooleanField(required=False)
     # Measured by the page, not typed: a value that does not parse counts as 0 rather than
     # costing the annotator their vote.
     seconds = forms.CharField(required=False)

@@ -39,6 +39,10 @@ class Project(models.Model):
         default=RevisionWindow.UNTIL_AGGREGATION,
         help_text="How long an annotator may revise a vote on a sample they have completed.",
     )
+    guidelines = models.TextField(
+        blank=True,
+        help_text="Markdown: the annotation guidelines annotators read on the Guidelines page.",
+    )
     calibration_threshold = models.PositiveSmallIntegerField(
         default=80,
         validators=[MaxValueValidator(100)],

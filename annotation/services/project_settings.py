@@ -23,6 +23,7 @@ EDITABLE_SETTINGS = (
     "export_includes_seeds",
     "vote_revision_window",
     "calibration_threshold",
+    "guidelines",
 )
 
 

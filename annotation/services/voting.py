@@ -121,11 +121,13 @@ def vote_submit(
     shown_choice: str,
     rationale: str,
     seconds: float,
+    unsure: bool = False,
 ) -> Vote:
     """Create or revise the annotator's vote on (sample, criterion) in their current phase.
 
     ``shown_choice`` is the side clicked on screen ("A" = left, "B" = right, "tie"); it is
-    stored in canonical A/B terms using the item's display order. Raises VoteRejected.
+    stored in canonical A/B terms using the item's display order. ``unsure`` is the "not sure"
+    flag, stored with the vote for the lead. Raises VoteRejected.
     """
     if shown_choice not in SHOWN_CHOICES:
         raise VoteRejected("choice", "Choose A, B or tie.")
@@ -150,7 +152,7 @@ def vote_submit(
     criterion = criteria.by_id.get(criterion_id)
     if criterion is None:
         raise VoteRejected("criterion", "This criterion is not part of the project.")
-    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds)
+    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds, unsure)
     try:
         return _vote_write(*args)
     except IntegrityError:
@@ -303,6 +305,7 @@ def _vote_write(
     shown_choice: str,
     rationale: str,
     seconds: float,
+    unsure: bool = False,
 ) -> Vote:
     with transaction.atomic():
         # A tie is counted against the cap: lock first, count after (a fresh snapshot).
@@ -339,7 +342,11 @@ def _vote_write(
                 vote_changed_at=existing.updated_at,
             )
         ):
-            if (existing.choice, existing.rationale) == (choice, rationale):
+            if (existing.choice, existing.rationale, existing.unsure) == (
+                choice,
+                rationale,
+                unsure,
+            ):
                 existing.criterion = criterion
                 return existing  # submitted again unchanged: nothing to refuse, nothing to write
             raise VoteRejected("vote", REVISION_LOCKED[project.vote_revision_window])
@@ -357,6 +364,7 @@ def _vote_write(
                 rationale=rationale,
                 seconds=seconds,
                 shown_swapped=swapped,
+                unsure=unsure,
             )
         else:
             vote = existing
@@ -373,8 +381,16 @@ def _vote_write(
             vote.rationale = rationale
             vote.seconds = seconds
             vote.shown_swapped = swapped
+            vote.unsure = unsure
             vote.save(
-                update_fields=["choice", "rationale", "seconds", "shown_swapped", "updated_at"]
+                update_fields=[
+                    "choice",
+                    "rationale",
+                    "seconds",
+                    "shown_swapped",
+                    "unsure",
+                    "updated_at",
+                ]
             )
         if formal:
             kept = _slot_touch(

@@ -39,6 +39,7 @@ def _item_context(
     errors: dict[str, str] | None = None,
     skip_reason: str = "",
     previous: tuple[int, int] | None = None,
+    unsure: bool | None = None,
 ) -> dict[str, Any]:
     """The screen of ``item``; ``previous`` is the (sample, criterion) answered just before."""
     sample = item.sample
@@ -46,6 +47,8 @@ def _item_context(
         choice = canonical_to_shown(item.vote.choice, item.swapped)
     if rationale is None:
         rationale = item.vote.rationale if item.vote is not None else ""
+    if unsure is None:
+        unsure = item.vote.unsure if item.vote is not None else False
     left_text, right_text = shown_texts(sample.response_a, sample.response_b, item.swapped)
     return {
         "project": project,
@@ -56,6 +59,7 @@ def _item_context(
         "right_text": right_text,
         "choice": choice or "",
         "rationale": rationale,
+        "unsure": unsure,
         "errors": errors or {},
         "done": item.done,
         "total": item.total,
@@ -145,6 +149,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
                 shown_choice=form.cleaned_data["choice"],
                 rationale=form.cleaned_data["rationale"],
                 seconds=form.cleaned_data["seconds"],
+                unsure=form.cleaned_data["unsure"],
             )
         except work.VoteRejected as rejected:
             errors = {rejected.field: rejected.message}
@@ -167,6 +172,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
             choice=shown_choice if shown_choice in SHOWN_CHOICES else "",
             rationale=rationale,
             errors=errors,
+            unsure=bool(form.cleaned_data.get("unsure")),
         )
         # 422 for both paths; labeling.js tells htmx to swap it in like a success.
         return _screen(request, project, context, status=422)

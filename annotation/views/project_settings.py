@@ -22,7 +22,10 @@ class ProjectSettingsForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = list(EDITABLE_SETTINGS)
-        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "guidelines": forms.Textarea(attrs={"rows": 10}),
+        }
         labels = {
             "tie_cap": "Tie cap (share, e.g. 0.1 = 10%)",
             "lease_minutes": "Lease (minutes)",
