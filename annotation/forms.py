@@ -150,6 +150,19 @@ class CalibrationFilterForm(forms.Form):
         }
 
 
+class HistorySearchForm(forms.Form):
+    """The annotator's search over their own votes; a value that does not parse is dropped."""
+
+    q = forms.CharField(required=False, max_length=200, strip=True)
+    project = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+
+    def filters(self) -> dict[str, Any]:
+        """``query`` and ``project_id``, invalid values left out."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        return {"query": data.get("q") or "", "project_id": data.get("project") or None}
+
+
 class PageForm(forms.Form):
     """``?page=`` of a paginated list; anything that does not parse is the first page."""
 

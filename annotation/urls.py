@@ -5,6 +5,7 @@ from .views import core, jobs, project_settings
 urlpatterns = [
     path("", core.home, name="home"),
     path("projects/<slug:slug>/", core.project_detail, name="project-detail"),
+    path("projects/<slug:slug>/guidelines/", core.guidelines, name="guidelines"),
     path(
         "projects/<slug:slug>/settings/",
         project_settings.project_settings,

@@ -92,6 +92,7 @@ MATRIX: dict[str, Entry] = {
         get=MEMBER_PAGE,
         post=web(LOGIN, 405, 405, 405, 405),
     ),
+    "guidelines": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "project-settings": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "criterion-edit": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     # The job page is the lead's or its creator's (here the lead created it).
