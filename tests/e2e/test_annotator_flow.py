@@ -173,6 +173,10 @@ def test_calibration_by_keyboard_review_and_formal_work(study, new_page, live_se
     assert "alice" in lead_page.locator(".members").inner_text()
     screenshot(lead_page, "calibration-discussion")
     member_id = _member_id(project, annotator)
+    # No reference labels to agree with: below the threshold, so the lead ticks the confirmation.
+    card = lead_page.locator(f"#member-{member_id}")
+    assert "threshold 80%: below" in card.inner_text()
+    card.locator('input[name="confirm"]').check()
     lead_page.click(f"#member-{member_id} button:has-text('Mark calibrated')")
     lead_page.wait_for_selector("text=is calibrated")
     assert ProjectMember.objects.get(project=project, user=annotator).calibrated_at is not None
@@ -298,6 +302,21 @@ def test_short_rationale_is_explained_in_place(study, new_page, live_server):
     )
     vote = Vote.objects.get(annotator=annotator)
     assert vote.rationale == "too short, B names every object correctly."
+    # "Vote saved" sits in the header's status line, never over a control, and the next
+    # screen's error replaces it at once.
+    page.wait_for_function(
+        "() => document.getElementById('work-status').textContent === 'Vote saved'"
+    )
+    assert page.locator("#toasts .toast").count() == 0
+    status, choice_a = page.locator("#work-status"), page.locator(".choice-a")
+    s, a = status.bounding_box(), choice_a.bounding_box()
+    assert s["y"] + s["height"] <= a["y"] or a["y"] + a["height"] <= s["y"]
+    page.locator("#work").focus()
+    page.keyboard.press("1")
+    page.keyboard.type("short")
+    page.keyboard.press("Enter")
+    page.locator("#rationale-error").wait_for()
+    assert page.locator("#work-status").inner_text() == ""
 
 
 def test_labeling_works_without_javascript(study, new_page, live_server):

@@ -25,7 +25,13 @@ LEAD_PAGES = [
     f"/projects/{SLUG}/versions/",
     "/tokens/",
 ]
-ANNOTATOR_PAGES = ["/", f"/projects/{SLUG}/", f"/projects/{SLUG}/label/"]
+ANNOTATOR_PAGES = [
+    "/",
+    f"/projects/{SLUG}/",
+    f"/projects/{SLUG}/label/",
+    f"/projects/{SLUG}/calibration/",
+    f"/projects/{SLUG}/guidelines/",
+]
 # What sticks out on the right, outside a table (which scrolls in its own box).
 OVERFLOW = """() => [...document.querySelectorAll('body *')]
   .filter(e => !e.closest('table') && e.getBoundingClientRect().right > window.innerWidth + 1)
