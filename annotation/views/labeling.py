@@ -185,7 +185,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _status(response: HttpResponse, message: str) -> HttpResponse:
-    """A short confirmation, shown by the swapped-in screen in its status line (labeling.js)."""
+    """A short confirmation, shown by the swapped-in screen in its status line (app.js)."""
     return trigger_client_event(response, "toast", {"value": message}, after="settle")
 
 

@@ -89,6 +89,13 @@ def test_labeling_on_a_phone_keeps_the_criterion_and_controls_in_reach(demo, new
             box = _box(page, selector)
             assert box["top"] >= 0 and box["bottom"] <= height, (scroll, selector, box)
             assert box["right"] <= width, (selector, box)
+    # The skip and report panels open on screen, not beyond its right edge.
+    for panel in (".skip", ".report"):
+        page.click(f"{panel} summary")
+        box = _box(page, f"{panel} .report-panel")
+        assert box["left"] >= 0 and box["right"] <= width, (panel, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, panel
+        page.click(f"{panel} summary")
     # The criterion's description is one tap away at the top.
     page.evaluate("() => window.scrollTo(0, 0)")
     page.click(".criterion-more summary")
