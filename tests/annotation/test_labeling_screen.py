@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.core.cache import cache
+from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import tiecap
-from annotation.models import Criterion, WorkOrder
+from annotation.models import Criterion, Vote, WorkOrder
 from annotation.services.projects import member_add
+from annotation.services.work_common import project_pool
 from tests.annotation.test_labeling_views import HTMX, current_ids, label_url, submit
 from tests.annotation.work_data import calibrate, make_formal
 from tests.conftest import make_user
@@ -162,3 +165,36 @@ def test_progress_covers_the_whole_assignment_across_batch_claims(
         seen.append(progress(response))
     assert seen == [(i, 30) for i in range(25)]
     assert "votes of your whole assignment" in response.content.decode()
+
+
+def test_project_size_is_counted_once_a_minute(project, lead, django_assert_num_queries):
+    make_formal(project, 3)
+    make_formal(project, 2, prefix="r", split="reasoning")
+    peer = make_user("peer")
+    member_add(project=project, user=peer)
+    calibrate(project, peer, lead)
+    with django_assert_num_queries(1):
+        assert project_pool(project) == {"open_ended": 3, "reasoning": 2, "calibrated": 1}
+    make_formal(project, 4, prefix="late")
+    with django_assert_num_queries(0):  # cached: the submit path does not count samples
+        assert project_pool(project)["open_ended"] == 3
+    cache.clear()
+    assert project_pool(project)["open_ended"] == 7
+
+
+def test_keeping_a_tie_already_cast_is_never_blocked(client, project, formal_member):
+    make_formal(project, 1)
+    client.force_login(formal_member)
+    ids = current_ids(client.get(label_url(project)))
+    # A tie cast while the cap allowed it (made directly: the cap allows none at the first vote).
+    Vote.objects.create(
+        sample_id=ids[0],
+        criterion_id=ids[1],
+        annotator=formal_member,
+        choice="tie",
+        rationale="Both equally complete here.",
+    )
+    body = client.get(reverse("label-item", args=[project.slug, *ids])).content.decode()
+    assert "ties available: <strong>0</strong>" in body
+    assert "disabled" not in tie_input(body)
+    assert re.search(r'name="choice" value="tie"\s*checked', body)
