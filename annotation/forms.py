@@ -72,6 +72,7 @@ class VoteForm(forms.Form):
         error_messages={"required": "Choose A, B or tie.", "invalid_choice": "Choose A, B or tie."},
     )
     rationale = LimitedTextField("rationale", max_length=RATIONALE_MAX_CHARS)
+    unsure = forms.BooleanField(required=False)
     # Measured by the page, not typed: a value that does not parse counts as 0 rather than
     # costing the annotator their vote.
     seconds = forms.CharField(required=False)
@@ -86,6 +87,20 @@ class VoteForm(forms.Form):
         if not math.isfinite(value):
             return 0.0
         return max(0.0, min(MAX_SECONDS, value))
+
+    def id_errors(self) -> dict[str, str]:
+        """Errors of the item's ids: the request does not name an item at all."""
+        return {f: m for f, m in form_errors(self).items() if f in self.ID_FIELDS}
+
+
+class SkipForm(forms.Form):
+    """A "skip for now" from the labeling screen; the service requires the reason."""
+
+    sample_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
+    criterion_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
+    reason = LimitedTextField("reason", max_length=NOTE_MAX_CHARS)
+
+    ID_FIELDS = ("sample_id", "criterion_id")
 
     def id_errors(self) -> dict[str, str]:
         """Errors of the item's ids: the request does not name an item at all."""
@@ -133,6 +148,29 @@ class CalibrationFilterForm(forms.Form):
             "split": data.get("split") or None,
             "only_disagreements": data.get("disagreements") == "1",
         }
+
+
+class HistorySearchForm(forms.Form):
+    """The annotator's search over their own votes; a value that does not parse is dropped."""
+
+    q = forms.CharField(required=False, max_length=200, strip=True)
+    project = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+
+    def filters(self) -> dict[str, Any]:
+        """``query`` and ``project_id``, invalid values left out."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        return {"query": data.get("q") or "", "project_id": data.get("project") or None}
+
+
+class PageForm(forms.Form):
+    """``?page=`` of a paginated list; anything that does not parse is the first page."""
+
+    page = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+
+    def number(self) -> int:
+        """The page number asked for (1 when absent or malformed)."""
+        return (self.cleaned_data.get("page") or 1) if self.is_valid() else 1
 
 
 class ReferenceForm(forms.Form):

@@ -47,14 +47,18 @@ class Pseudonyms:
         """How many annotators were named so far (not how many are known)."""
         return len(self._used)
 
-    def votes(self, votes: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-        """Pseudonymise ``{"annotator_id", "choice", "rationale"}`` records, sorted by name."""
+    def votes(self, votes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Pseudonymise ``{"annotator_id", "choice", "rationale", "unsure"}`` records by name.
+
+        ``unsure`` is the annotator's "not sure" flag (False when the record has none).
+        """
         ordered = sorted(votes, key=lambda v: (v["annotator_id"], v.get("id", 0)))
         out = [
             {
                 "annotator": self.name(int(v["annotator_id"])),
                 "choice": CHOICE_NAMES.get(v["choice"], v["choice"]),
                 "rationale": v["rationale"],
+                "unsure": bool(v.get("unsure", False)),
             }
             for v in ordered
         ]

@@ -58,6 +58,18 @@ def allowance(*, ties: int, votes: int, cap: Decimal | str | int) -> int:
     return (room - 1) // (q - p)
 
 
+def votes_until_tie(*, ties: int, votes: int, cap: Decimal | str | int) -> int | None:
+    """How many more non-tie votes before a new tie is allowed (0: now); None if never (cap 0).
+
+    The smallest ``m`` with ``(t + 1) * q < p * (n + m + 1)``.
+    """
+    p, q = cap_fraction(cap)
+    if p == 0:
+        return None
+    deficit = (ties + 1) * q - p * (votes + 1)
+    return 0 if deficit < 0 else deficit // p + 1
+
+
 def share_of_cap(*, ties: int, votes: int, cap: Decimal | str | int) -> float | None:
     """How much of the cap ``ties`` in ``votes`` use (1.0 = at the cap); None without votes."""
     p, q = cap_fraction(cap)

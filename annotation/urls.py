@@ -5,6 +5,7 @@ from .views import calibration, imports, labeling, members, project_settings, pr
 urlpatterns = [
     path("", projects.home, name="home"),
     path("projects/<slug:slug>/", projects.project_detail, name="project-detail"),
+    path("projects/<slug:slug>/guidelines/", projects.guidelines, name="guidelines"),
     path(
         "projects/<slug:slug>/settings/",
         project_settings.project_settings,
@@ -36,6 +37,7 @@ urlpatterns = [
         labeling.label_item,
         name="label-item",
     ),
+    path("projects/<slug:slug>/label/skip/", labeling.label_skip, name="label-skip"),
     path("projects/<slug:slug>/label/report/", labeling.report_problem, name="report-problem"),
     path("projects/<slug:slug>/calibration/", calibration.calibration, name="calibration"),
     path(

@@ -92,6 +92,7 @@ MATRIX: dict[str, Entry] = {
         get=MEMBER_PAGE,
         post=web(LOGIN, 405, 405, 405, 405),
     ),
+    "guidelines": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "project-settings": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "criterion-edit": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     # The job page is the lead's or its creator's (here the lead created it).
@@ -116,6 +117,12 @@ MATRIX: dict[str, Entry] = {
     "label-back": Entry(get=web(LOGIN, 302, 302, 302, 302), post=web(LOGIN, 405, 405, 405, 405)),
     # The annotator holds no slot of this item yet: not theirs to revisit.
     "label-item": Entry(get=web(LOGIN, 403, 403, 403, 403), post=web(LOGIN, 405, 405, 405, 405)),
+    # The annotator of P holds no slot of this item (not calibrated): refused in place (422).
+    "label-skip": Entry(
+        get=web(LOGIN, 405, 405, 405, 405),
+        post=web(LOGIN, 422, 403, 403, 403),
+        post_data={"sample_id": "{sample_id}", "criterion_id": "{criterion_id}", "reason": "r"},
+    ),
     "report-problem": Entry(
         get=web(LOGIN, 405, 405, 405, 405),
         post=web(LOGIN, SKIP, 403, 403, 403),

@@ -107,6 +107,7 @@ class VoteOutSerializer(serializers.Serializer):
     annotator = serializers.CharField(help_text="Pseudonym, stable within the version.")
     choice = serializers.ChoiceField(choices=["model_a", "model_b", "tie"])
     rationale = serializers.CharField()
+    unsure = serializers.BooleanField(help_text="The annotator marked this answer as not sure.")
 
 
 class RowOutSerializer(serializers.Serializer):
@@ -131,7 +132,10 @@ class RowOutSerializer(serializers.Serializer):
         if VOTES_FIELD in data:
             # Stored as JSONB, which keeps its own key order: restore the published one.
             out[VOTES_FIELD] = [
-                {k: vote.get(k) for k in ("annotator", "choice", "rationale")}
+                {
+                    **{k: vote.get(k) for k in ("annotator", "choice", "rationale")},
+                    "unsure": bool(vote.get("unsure", False)),  # absent in older versions
+                }
                 for vote in data[VOTES_FIELD]
             ]
         return out

@@ -140,7 +140,9 @@ def _votes_by_id(chunk: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     ids = [int(i) for label in chunk for i in (label["vote_ids"] or [])]
     if not ids:
         return {}
-    values = Vote.objects.filter(id__in=ids).values("id", "annotator_id", "choice", "rationale")
+    values = Vote.objects.filter(id__in=ids).values(
+        "id", "annotator_id", "choice", "rationale", "unsure"
+    )
     return {v["id"]: v for v in values}
 
 

@@ -83,13 +83,17 @@ def parquet_schema(*, include_votes: bool) -> pa.Schema:
         features[name] = _string_field(name)
     if include_votes:
         vote = pa.struct(
-            [("annotator", pa.string()), ("choice", pa.string()), ("rationale", pa.string())]
+            [
+                ("annotator", pa.string()),
+                ("choice", pa.string()),
+                ("rationale", pa.string()),
+                ("unsure", pa.bool_()),
+            ]
         )
         fields.append(pa.field(VOTES_FIELD, pa.list_(vote)))
-        features[VOTES_FIELD] = {
-            "feature": {k: _string_field(k) for k in ("annotator", "choice", "rationale")},
-            "_type": "List",
-        }
+        feature = {k: _string_field(k) for k in ("annotator", "choice", "rationale")}
+        feature["unsure"] = {"dtype": "bool", "_type": "Value"}
+        features[VOTES_FIELD] = {"feature": feature, "_type": "List"}
     metadata = {"huggingface": json.dumps({"info": {"features": features}}, sort_keys=True)}
     return pa.schema(fields, metadata=metadata)
 

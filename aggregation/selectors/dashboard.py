@@ -28,6 +28,7 @@ from annotation.models import (
     ProjectMember,
     Sample,
     SampleStatus,
+    Skip,
     Slot,
     Split,
     Vote,
@@ -329,6 +330,17 @@ def _flags(project: Project) -> dict[int, int]:
     )
 
 
+def _skips(project: Project) -> dict[int, int]:
+    """Per annotator: how many times they skipped a formal item (annotation.models.Skip)."""
+    return dict(
+        Skip.objects.filter(sample__project=project, round=0)
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("annotator_id", "n")
+    )
+
+
 def _annotator_agreement(
     username: str, snapshots: dict[str, AgreementSnapshot]
 ) -> list[dict[str, Any]]:
@@ -365,6 +377,7 @@ def annotator_figures(
     }
     assigned = _assigned_votes(project, n_crit)
     flags = _flags(project)
+    skips = _skips(project)
     names = dict(members)
     for uid, r in per_annotator.items():
         names.setdefault(uid, r["annotator__username"])
@@ -388,6 +401,7 @@ def annotator_figures(
                 "over_cap": tiecap.at_cap(ties=r["ties"], votes=r["done"], cap=project.tie_cap),
                 "median_seconds": r.get("median"),
                 "flags": flags.get(uid, 0),
+                "skips": skips.get(uid, 0),
                 "votes_today": r["today"],
                 "agreement": _annotator_agreement(username, snapshots),
             }

@@ -389,6 +389,12 @@ def project_aggregate(
                         split=s,
                         defaults={"figures": figures, "job": job, "computed_at": now},
                     )
+                else:
+                    # The figures stand; the time says when the split was last aggregated
+                    # (the revision window locks votes aggregated since their last change).
+                    AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
+                        job=job, computed_at=now
+                    )
             unique_samples, position = np.unique(items.sample, return_inverse=True)
             n_samples = len(unique_samples)
             kept_samples = int(rules.samples_kept(position, items.outcome, n_samples).sum())

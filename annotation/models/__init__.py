@@ -7,6 +7,7 @@ from .choices import (
 )
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
+from .skip import Skip
 from .work import ProblemReport, Slot, Vote, VoteRevision
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "RevisionWindow",
     "Sample",
     "SampleStatus",
+    "Skip",
     "Slot",
     "Split",
     "Vote",

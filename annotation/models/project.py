@@ -39,6 +39,18 @@ class Project(models.Model):
         default=RevisionWindow.UNTIL_AGGREGATION,
         help_text="How long an annotator may revise a vote on a sample they have completed.",
     )
+    guidelines = models.TextField(
+        blank=True,
+        help_text="Markdown: the annotation guidelines annotators read on the Guidelines page.",
+    )
+    calibration_threshold = models.PositiveSmallIntegerField(
+        default=80,
+        validators=[MaxValueValidator(100)],
+        help_text=(
+            "Agreement with the reference labels (percent) below which marking an annotator "
+            "calibrated asks for confirmation."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

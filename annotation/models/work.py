@@ -66,6 +66,9 @@ class Vote(models.Model):
     rationale = models.TextField()
     seconds = models.FloatField(default=0)
     shown_swapped = models.BooleanField(default=False)
+    unsure = models.BooleanField(
+        default=False, help_text="The annotator marked this answer as not sure."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

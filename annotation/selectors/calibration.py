@@ -70,6 +70,11 @@ class CriterionAgreement:
         return round(100 * self.agree / self.compared) if self.compared else None
 
 
+def below_threshold(*, agree: int, compared: int, threshold: int) -> bool:
+    """Agreement under ``threshold`` percent; no compared item counts as below (nothing shown)."""
+    return compared == 0 or agree * 100 < threshold * compared
+
+
 @dataclass(frozen=True)
 class MemberSummary:
     member: ProjectMember
@@ -77,6 +82,12 @@ class MemberSummary:
     total: int  # seed items (sample x criterion of its split)
     per_criterion: list[CriterionAgreement]
     name: str = ""  # as the viewer may see it: username (lead), pseudonym or "you"
+    threshold: int = 0  # the project's calibration threshold, percent
+
+    @property
+    def below_threshold(self) -> bool:
+        """Marking this annotator calibrated asks for confirmation."""
+        return below_threshold(agree=self.agree, compared=self.compared, threshold=self.threshold)
 
     @property
     def is_you(self) -> bool:
@@ -246,6 +257,7 @@ def calibration_discussion(
                 for c in seed_criteria
             ],
             name=names[member.user_id],
+            threshold=project.calibration_threshold,
         )
         for member in members
     ]

@@ -5,8 +5,22 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.core.cache import cache
+from django.db import connection
+
 from .. import tiecap
-from ..models import Choice, Criterion, Project, ProjectMember, Sample, Slot, Split, Vote
+from ..models import (
+    Choice,
+    Criterion,
+    Project,
+    ProjectMember,
+    Sample,
+    SampleStatus,
+    Skip,
+    Slot,
+    Split,
+    Vote,
+)
 
 SPLITS = list(Split.values)
 
@@ -46,6 +60,7 @@ def _tables() -> dict[str, str]:
         "sample": Sample._meta.db_table,
         "slot": Slot._meta.db_table,
         "vote": Vote._meta.db_table,
+        "skip": Skip._meta.db_table,
     }
 
 
@@ -54,9 +69,10 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
 
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
     ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
-    not completed) and ``slots_<split>`` (slots held per split). Written as SQL because it runs
-    on every labeling request and the ORM spent longer composing it than the database running
-    it; every subquery is a range on the (annotator, ...) indexes, whatever the project size.
+    not completed), ``n_skips`` (skipped items not voted on since) and ``slots_<split>`` (slots
+    held per split). Written as SQL because it runs on every labeling request and the ORM spent
+    longer composing it than the database running it; every subquery is a range on the
+    (annotator, ...) indexes, whatever the project size.
     """
     if not getattr(user, "is_authenticated", False):
         return None
@@ -79,11 +95,20 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
             ids,
         ),
         (f"(SELECT COUNT(*) {slots} AND sl.completed_at IS NULL) AS n_open", ids),
+        (
+            f"(SELECT COUNT(*) FROM {t['skip']} k JOIN {t['sample']} s ON s.id = k.sample_id"
+            " WHERE k.annotator_id = %s AND s.project_id = %s AND NOT EXISTS (SELECT 1"
+            f" FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
+            " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
+            " AS n_skips",
+            ids,
+        ),
     ]
     for split in SPLITS:
         columns.append(
             (f"(SELECT COUNT(*) {slots} AND s.split = %s) AS slots_{split}", [*ids, split])
         )
+
     sql = (
         "SELECT m.*, "
         + ", ".join(c for c, _ in columns)
@@ -95,11 +120,85 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
 
 
 def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:
+    """Votes the slots the annotator holds (completed or not) ask for."""
     return sum(getattr(member, f"slots_{split}", 0) * len(criteria.of(split)) for split in SPLITS)
+
+
+# The project's size changes with imports and calibrations, not with each vote: counting it on
+# every labeling request cost 35 ms at 100,000 samples, so it is kept this long.
+POOL_CACHE_SECONDS = 60
+
+
+def project_pool(project: Project) -> dict[str, int]:
+    """Active formal samples per split, and ``calibrated`` active members (cached, one query)."""
+    key = f"work-pool:{project.pk}"
+    pool = cache.get(key)
+    if pool is None:
+        t = _tables()
+        sql = (
+            "SELECT "
+            + ", ".join(
+                f"(SELECT COUNT(*) FROM {t['sample']} s WHERE s.project_id = %s AND s.split = %s"
+                " AND s.is_seed = %s AND s.status = %s)"
+                for _ in SPLITS
+            )
+            + f", (SELECT COUNT(*) FROM {t['member']} m WHERE m.project_id = %s"
+            " AND m.is_active = %s AND m.calibrated_at IS NOT NULL)"
+        )
+        params: list[Any] = []
+        for split in SPLITS:
+            params += [project.pk, split, False, SampleStatus.ACTIVE.value]
+        params += [project.pk, True]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        pool = dict(zip([*SPLITS, "calibrated"], (int(n) for n in row), strict=True))
+        cache.set(key, pool, POOL_CACHE_SECONDS)
+    return pool
+
+
+def formal_share(project: Project, member: ProjectMember, criteria: ProjectCriteria) -> int:
+    """Votes of the annotator's whole assignment: their share of the project, or what they hold.
+
+    Every formal sample needs ``k`` annotators, spread over the calibrated ones, so the share of
+    a split is ``ceil(samples * k / calibrated)`` samples (at most every sample) times its
+    criteria. It does not move when a batch is claimed, so progress never jumps back then;
+    an annotator who has claimed beyond their share sees what they hold instead.
+    """
+    pool = project_pool(project)
+    k = project.annotators_per_sample
+    people = max(1, pool["calibrated"])
+    share = sum(
+        min(pool[split], -(-pool[split] * k // people)) * len(criteria.of(split))
+        for split in SPLITS
+    )
+    return max(share, formal_total(member, criteria))
 
 
 def formal_allowance(project: Project, member: ProjectMember) -> int:
     return tiecap.allowance(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+def formal_tie_wait(project: Project, member: ProjectMember) -> int | None:
+    """Formal votes still to cast before a new tie is allowed (0: now; None: never)."""
+    return tiecap.votes_until_tie(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+def skip_order(user: Any, sample_ids: list[int], round_: int) -> dict[tuple[int, int], int]:
+    """The user's skipped (sample, criterion) items among ``sample_ids``: rank of the latest skip.
+
+    Items skipped longer ago rank lower, so they come back first.
+    """
+    rows = (
+        Skip.objects.filter(annotator_id=user.pk, round=round_, sample_id__in=sample_ids)
+        .order_by("pk")
+        .values_list("sample_id", "criterion_id")
+    )
+    latest: dict[tuple[int, int], int] = {}
+    for rank, key in enumerate(rows):
+        latest.pop(key, None)
+        latest[key] = rank
+    return latest
 
 
 def seed_swapped(project: Project, user_id: int, sample_id: int) -> bool:

@@ -8,6 +8,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotation.selectors.calibration import calibration_discussion
+
 from ..models import Criterion, Project, ProjectMember, ReferenceLabel, Sample
 
 
@@ -20,6 +22,38 @@ def calibration_mark(*, project: Project, member: ProjectMember, by: Any) -> Pro
     ProjectMember.objects.filter(pk=member.pk).update(calibrated_at=now, calibrated_by=by)
     member.refresh_from_db()
     return member
+
+
+class NeedsConfirmation(Exception):
+    """Marking calibrated below the project's threshold needs the lead's explicit confirmation."""
+
+
+def calibration_mark_checked(
+    *, project: Project, member: ProjectMember, by: Any, confirmed: bool
+) -> ProjectMember:
+    """Mark calibrated, after a confirmation when agreement is below the project's threshold.
+
+    Agreement is the discussion's: latest calibration votes against the reference labels.
+    Raises NeedsConfirmation, whose message gives the agreement beside the threshold.
+    """
+    summary = next(
+        (m for m in calibration_discussion(project=project).members if m.member.pk == member.pk),
+        None,
+    )
+    if summary is not None and summary.below_threshold and not confirmed:
+        if summary.compared:
+            agreement = (
+                f"agrees with the reference on {summary.percent}% "
+                f"({summary.agree} of {summary.compared} items)"
+            )
+        else:
+            agreement = "has no vote on a seed item with a reference label"
+        raise NeedsConfirmation(
+            f"{member.user.get_username()} {agreement}, below the project's threshold of "
+            f"{project.calibration_threshold}%. Tick the confirmation to mark them calibrated "
+            "anyway."
+        )
+    return calibration_mark(project=project, member=member, by=by)
 
 
 @transaction.atomic

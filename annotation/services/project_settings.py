@@ -22,6 +22,8 @@ EDITABLE_SETTINGS = (
     "shuffle_ab",
     "export_includes_seeds",
     "vote_revision_window",
+    "calibration_threshold",
+    "guidelines",
 )
 
 

@@ -95,9 +95,19 @@ def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
         raise VoteRejected(
             "choice",
             f"No tie available: ties must stay below {_percent(project.tie_cap)} of your formal "
-            f"votes, and {counted(t + 1, 'tie')} in {counted(cast, 'vote')} would not. Choose A or "
-            "B, or keep this item for later.",
+            f"votes, and {counted(t + 1, 'tie')} in {counted(cast, 'vote')} would not. "
+            "Choose A or B, or skip this item for now: it comes back after your other items.",
         )
+
+
+def tie_unavailable_message(*, cap: Any, wait: int | None) -> str:
+    """Why the Tie button is off, and when it comes back (``wait``: tiecap.votes_until_tie)."""
+    if wait is None:
+        return "No ties in this project: choose A or B."
+    return (
+        f"No tie available: ties must stay below {_percent(cap)} of your formal votes. "
+        f"The next tie is possible after {counted(wait, 'more vote')} for A or B."
+    )
 
 
 def vote_submit(
@@ -109,11 +119,13 @@ def vote_submit(
     shown_choice: str,
     rationale: str,
     seconds: float,
+    unsure: bool = False,
 ) -> Vote:
     """Create or revise the annotator's vote on (sample, criterion) in their current phase.
 
     ``shown_choice`` is the side clicked on screen ("A" = left, "B" = right, "tie"); it is
-    stored in canonical A/B terms using the item's display order. Raises VoteRejected.
+    stored in canonical A/B terms using the item's display order. ``unsure`` is the "not sure"
+    flag, stored with the vote for the lead. Raises VoteRejected.
     """
     if shown_choice not in SHOWN_CHOICES:
         raise VoteRejected("choice", "Choose A, B or tie.")
@@ -139,7 +151,7 @@ def vote_submit(
     criterion = criteria.by_id.get(criterion_id)
     if criterion is None:
         raise VoteRejected("criterion", "This criterion is not part of the project.")
-    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds)
+    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds, unsure)
     try:
         return _vote_write(*args)
     except IntegrityError:
@@ -292,6 +304,7 @@ def _vote_write(
     shown_choice: str,
     rationale: str,
     seconds: float,
+    unsure: bool = False,
 ) -> Vote:
     with transaction.atomic():
         # A tie is counted against the cap: lock first, count after (a fresh snapshot).
@@ -328,7 +341,11 @@ def _vote_write(
                 vote_changed_at=existing.updated_at,
             )
         ):
-            if (existing.choice, existing.rationale) == (choice, rationale):
+            if (existing.choice, existing.rationale, existing.unsure) == (
+                choice,
+                rationale,
+                unsure,
+            ):
                 existing.criterion = criterion
                 return existing  # submitted again unchanged: nothing to refuse, nothing to write
             raise VoteRejected("vote", REVISION_LOCKED[project.vote_revision_window])
@@ -346,6 +363,7 @@ def _vote_write(
                 rationale=rationale,
                 seconds=seconds,
                 shown_swapped=swapped,
+                unsure=unsure,
             )
         else:
             vote = existing
@@ -362,8 +380,16 @@ def _vote_write(
             vote.rationale = rationale
             vote.seconds = seconds
             vote.shown_swapped = swapped
+            vote.unsure = unsure
             vote.save(
-                update_fields=["choice", "rationale", "seconds", "shown_swapped", "updated_at"]
+                update_fields=[
+                    "choice",
+                    "rationale",
+                    "seconds",
+                    "shown_swapped",
+                    "unsure",
+                    "updated_at",
+                ]
             )
         if formal:
             kept = _slot_touch(

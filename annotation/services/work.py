@@ -20,18 +20,23 @@ from annotation.selectors.work import (
     SPLITS,
     ProjectCriteria,
     formal_allowance,
+    formal_share,
+    formal_tie_wait,
     formal_total,
     member_progress,
     project_criteria,
     seed_swapped,
+    skip_order,
 )
 
+from ..importing.limits import text_problem
 from ..models import (
     ProblemReport,
     Project,
     ProjectMember,
     Sample,
     SampleStatus,
+    Skip,
     Slot,
     Vote,
     WorkOrder,
@@ -42,7 +47,7 @@ from .assignment import (
     leases_renew,
     slots_claim,
 )
-from .work_types import WorkItem, WorkState
+from .work_types import VoteRejected, WorkItem, WorkState
 
 
 def ordered_items(
@@ -61,6 +66,30 @@ def ordered_items(
         for criterion in criteria.of(split):
             items.extend((s, criterion) for s in in_split)
     return items
+
+
+Pick = tuple[Sample, Any, bool, bool]  # sample, criterion, skipped before, sample seen before
+
+
+def _pick(
+    items: list[tuple[Sample, Any]],
+    voted: set[tuple[int, int]],
+    skipped: dict[tuple[int, int], int],
+) -> Pick | None:
+    """The first item without a vote; skipped items wait until every other one is voted.
+
+    Among skipped items the one skipped longest ago comes back first.
+    """
+    todo = [(s, c) for s, c in items if (s.pk, c.pk) not in voted]
+    if not todo:
+        return None
+    fresh = [(s, c) for s, c in todo if (s.pk, c.pk) not in skipped]
+    if fresh:
+        sample, criterion = fresh[0]
+    else:
+        sample, criterion = min(todo, key=lambda item: skipped[(item[0].pk, item[1].pk)])
+    seen = any(s == sample.pk for s, _ in voted)
+    return sample, criterion, (sample.pk, criterion.pk) in skipped, seen
 
 
 def _seeds(project: Project, user: Any) -> list[Sample]:
@@ -132,7 +161,7 @@ def work_state(*, project: Project, annotator: Any) -> WorkState:
     return WorkState(
         "formal" if has_work else "done",
         member.f_done,
-        formal_total(member, criteria),
+        formal_share(project, member, criteria) if has_work else formal_total(member, criteria),
         formal_allowance(project, member),
         member.calibration_round,
     )
@@ -146,18 +175,26 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
     if not member.is_calibrated:
         items, voted = _calibration_items(project, member, annotator)
         done = sum(1 for s, c in items if (s.pk, c.pk) in voted)
-        for sample, criterion in items:
-            if (sample.pk, criterion.pk) not in voted:
-                return WorkItem(
-                    sample=sample,
-                    criterion=criterion,
-                    round=member.calibration_round,
-                    swapped=seed_swapped(project, annotator.pk, sample.pk),
-                    done=done,
-                    total=len(items),
-                    ties_available=None,
-                    vote=None,
-                )
+        skipped = (
+            skip_order(annotator, [s.pk for s, _ in items], member.calibration_round)
+            if member.n_skips
+            else {}
+        )
+        picked = _pick(items, voted, skipped)
+        if picked is not None:
+            sample, criterion, was_skipped, seen = picked
+            return WorkItem(
+                sample=sample,
+                criterion=criterion,
+                round=member.calibration_round,
+                swapped=seed_swapped(project, annotator.pk, sample.pk),
+                done=done,
+                total=len(items),
+                ties_available=None,
+                vote=None,
+                skipped=was_skipped,
+                returning=seen,
+            )
         return None
 
     criteria = project_criteria(project)
@@ -177,20 +214,29 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
         voted = set() if claimed else _formal_voted(annotator, slots)
         batch = ordered_items([slot.sample for slot in slots], criteria, project.work_order)
         by_sample = {slot.sample_id: slot for slot in slots}
-        for sample, criterion in batch:
-            if (sample.pk, criterion.pk) not in voted:
-                if not claimed:
-                    leases_renew(project=project, user=annotator, slots=slots, now=timezone.now())
-                return WorkItem(
-                    sample=sample,
-                    criterion=criterion,
-                    round=Vote.FORMAL_ROUND,
-                    swapped=by_sample[sample.pk].swap_ab,
-                    done=member.f_done,
-                    total=formal_total(member, criteria),
-                    ties_available=formal_allowance(project, member),
-                    vote=None,
-                )
+        skipped = (
+            skip_order(annotator, list(by_sample), Vote.FORMAL_ROUND)
+            if member.n_skips and not claimed
+            else {}
+        )
+        picked = _pick(batch, voted, skipped)
+        if picked is not None:
+            sample, criterion, was_skipped, seen = picked
+            if not claimed:
+                leases_renew(project=project, user=annotator, slots=slots, now=timezone.now())
+            return WorkItem(
+                sample=sample,
+                criterion=criterion,
+                round=Vote.FORMAL_ROUND,
+                swapped=by_sample[sample.pk].swap_ab,
+                done=member.f_done,
+                total=formal_share(project, member, criteria),
+                ties_available=formal_allowance(project, member),
+                vote=None,
+                tie_wait=formal_tie_wait(project, member),
+                skipped=was_skipped,
+                returning=seen,
+            )
         # Every criterion is voted (criteria changed since): close these slots and go on.
         Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
             completed_at=timezone.now()
@@ -222,8 +268,9 @@ def work_item(*, project: Project, annotator: Any, sample_id: int, criterion_id:
         if slot is None:
             raise PermissionDenied("This sample is not assigned to you.")
         sample, round_, swapped = slot.sample, Vote.FORMAL_ROUND, slot.swap_ab
-        done, total = member.f_done, formal_total(member, criteria)
+        done, total = member.f_done, formal_share(project, member, criteria)
         ties: int | None = formal_allowance(project, member)
+        tie_wait = formal_tie_wait(project, member)
     else:
         sample = Sample.objects.filter(pk=sample_id, project=project, is_seed=True).first()
         if sample is None:
@@ -232,14 +279,14 @@ def work_item(*, project: Project, annotator: Any, sample_id: int, criterion_id:
         swapped = seed_swapped(project, annotator.pk, sample.pk)
         items, voted = _calibration_items(project, member, annotator)
         done = sum(1 for s, c in items if (s.pk, c.pk) in voted)
-        total, ties = len(items), None
+        total, ties, tie_wait = len(items), None, None
     if criterion.split != sample.split:
         raise Http404("This criterion does not apply to this sample.")
     sample.project = project
     vote = Vote.objects.filter(
         sample=sample, criterion=criterion, annotator_id=annotator.pk, round=round_
     ).first()
-    return WorkItem(sample, criterion, round_, swapped, done, total, ties, vote)
+    return WorkItem(sample, criterion, round_, swapped, done, total, ties, vote, tie_wait)
 
 
 def vote_previous(
@@ -303,3 +350,33 @@ def problem_report(
         **RELEASED
     )
     return report
+
+
+def item_skip(
+    *, project: Project, annotator: Any, sample_id: int, criterion_id: int, reason: str
+) -> Skip:
+    """Put an item off for later: it is served again once every other open item has a vote.
+
+    A skip needs a reason (the lead reads them); an item already answered is not skipped.
+    Raises VoteRejected (field ``skip``), PermissionDenied or Http404 as :func:`work_item`.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise VoteRejected("skip", "Say why you skip this item; a few words are enough.")
+    problem = text_problem(reason)
+    if problem:
+        raise VoteRejected("skip", f"The reason {problem}.")
+    item = work_item(
+        project=project, annotator=annotator, sample_id=sample_id, criterion_id=criterion_id
+    )
+    if item.vote is not None:
+        raise VoteRejected(
+            "skip", "You have already answered this item; submit to keep or change your answer."
+        )
+    return Skip.objects.create(
+        sample_id=item.sample.pk,
+        criterion_id=item.criterion.pk,
+        annotator_id=annotator.pk,
+        round=item.round,
+        reason=reason,
+    )

@@ -28,6 +28,9 @@ class WorkItem:
     total: int  # items assigned in this phase
     ties_available: int | None  # None during calibration (ties are not capped there)
     vote: Vote | None  # the existing vote when revisiting, else None
+    tie_wait: int | None = None  # formal votes before a tie is allowed (0: now, None: never)
+    skipped: bool = False  # the annotator skipped this item before; it is served again now
+    returning: bool = False  # the annotator already voted on this sample under another criterion
 
     @property
     def is_calibration(self) -> bool:

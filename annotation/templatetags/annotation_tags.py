@@ -50,3 +50,15 @@ def truncate_math(text: str | None, length: int) -> str:
     if len(dollars) % 2:
         head = head[: dollars[-1]]
     return head.rstrip() + "…"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Time spent as "40 s", "12 min" or "2 h 05 min"."""
+    total = round(float(seconds or 0))
+    if total < 60:
+        return f"{total} s"
+    minutes = total // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -18,21 +19,26 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.selectors.calibration import calibration_discussion
 from annotation.services import calibration as calibration_services
+from annotation.services import work_types
 from core.permissions import is_lead, lead_required
 
-from ..forms import CalibrationFilterForm, ReferenceForm, form_errors
+from ..forms import CalibrationFilterForm, PageForm, ReferenceForm, form_errors
 from ..models import Choice, Project, ProjectMember, Split
 from ..services import work
+from ..services.calibration import NeedsConfirmation, calibration_mark_checked
 
 # Work modes in which an annotator has finished (at least) the current seed round.
 SEED_ROUND_FINISHED = {"awaiting_review", "formal", "done"}
 
 
-def _may_read(project: Project, user) -> bool:
+def _not_open_yet(project: Project, user) -> work_types.WorkState | None:
+    """The annotator's state while the discussion is closed to them, else None (open)."""
     if is_lead(user):
-        return True
+        return None
     state = work.work_state(project=project, annotator=user)
-    return state.mode in SEED_ROUND_FINISHED
+    if state.mode == "not_member":
+        raise PermissionDenied("You are not an annotator in this project.")
+    return None if state.mode in SEED_ROUND_FINISHED else state
 
 
 def _back_to_discussion(request: HttpRequest, project: Project) -> HttpResponseRedirect:
@@ -48,21 +54,39 @@ def _back_to_discussion(request: HttpRequest, project: Project) -> HttpResponseR
 @login_required
 @require_GET
 def calibration(request: HttpRequest, slug: str) -> HttpResponse:
-    """Seed items with reference and votes; per-annotator agreement and lead actions."""
+    """Seed items with reference and votes, one seed sample per page; per-annotator agreement.
+
+    An annotator who has not labeled every seed item yet gets a page that says when it opens.
+    Filters and pages swap the results in place for htmx requests.
+    """
     project = get_object_or_404(Project, slug=slug)
-    if not _may_read(project, request.user):
-        raise PermissionDenied(
-            "The calibration discussion opens once you have labeled every seed item."
+    closed = _not_open_yet(project, request.user)
+    if closed is not None:
+        return render(
+            request,
+            "annotation/calibration_closed.html",
+            {"project": project, "state": closed, "remaining": closed.total - closed.done},
         )
     # A filter value that does not parse is dropped: the page shows the unfiltered view of it.
     filters = CalibrationFilterForm(request.GET).filters()
     discussion = calibration_discussion(project=project, viewer=request.user, **filters)
+    page = Paginator(discussion.samples, 1).get_page(PageForm(request.GET).number())
+    query = {
+        "criterion": filters["criterion_id"] or "",
+        "split": filters["split"] or "",
+        "disagreements": "1" if filters["only_disagreements"] else "",
+    }
+    template = "annotation/calibration.html"
+    if request.htmx and request.htmx.target == "disc-results":
+        template += "#results"
     return render(
         request,
-        "annotation/calibration.html",
+        template,
         {
             "project": project,
             "discussion": discussion,
+            "page": page,
+            "query": "&".join(f"{k}={v}" for k, v in query.items() if v),
             "can_act": is_lead(request.user),
             "filters": {
                 "criterion": filters["criterion_id"],
@@ -83,7 +107,16 @@ def calibration_mark(request: HttpRequest, slug: str, member_id: int) -> HttpRes
     member = get_object_or_404(ProjectMember.objects.select_related("user"), pk=member_id)
     if member.project_id != project.pk:
         raise PermissionDenied("This annotator is not in this project.")
-    calibration_services.calibration_mark(project=project, member=member, by=request.user)
+    try:
+        calibration_mark_checked(
+            project=project,
+            member=member,
+            by=request.user,
+            confirmed=request.POST.get("confirm") == "1",
+        )
+    except NeedsConfirmation as refused:
+        messages.error(request, str(refused))
+        return _back_to_discussion(request, project)
     messages.success(request, f"{member.user.get_username()} is calibrated: formal work opens.")
     return _back_to_discussion(request, project)
 

@@ -20,10 +20,10 @@ from django_htmx.http import trigger_client_event
 from annotation.services import voting, work_types
 
 from ..ab import SHOWN_CHOICES, canonical_to_shown, shown_texts
-from ..forms import ItemForm, ProblemReportForm, VoteForm, form_errors, refusal
-from ..models import ProblemReport, Project
+from ..forms import ItemForm, ProblemReportForm, SkipForm, VoteForm, form_errors, refusal
+from ..models import Choice, ProblemReport, Project
 from ..services import work
-from ..services.voting import vote_lock_message
+from ..services.voting import tie_unavailable_message, vote_lock_message
 
 TEMPLATE = "annotation/label.html"
 
@@ -39,12 +39,18 @@ def _item_context(
     choice: str | None = None,
     rationale: str | None = None,
     errors: dict[str, str] | None = None,
+    skip_reason: str = "",
+    previous: tuple[int, int] | None = None,
+    unsure: bool | None = None,
 ) -> dict[str, Any]:
+    """The screen of ``item``; ``previous`` is the (sample, criterion) answered just before."""
     sample = item.sample
     if choice is None and item.vote is not None:
         choice = canonical_to_shown(item.vote.choice, item.swapped)
     if rationale is None:
         rationale = item.vote.rationale if item.vote is not None else ""
+    if unsure is None:
+        unsure = item.vote.unsure if item.vote is not None else False
     left_text, right_text = shown_texts(sample.response_a, sample.response_b, item.swapped)
     return {
         "project": project,
@@ -55,13 +61,26 @@ def _item_context(
         "right_text": right_text,
         "choice": choice or "",
         "rationale": rationale,
+        "unsure": unsure,
         "errors": errors or {},
         "done": item.done,
         "total": item.total,
         "ties_available": item.ties_available,
         "problem_kinds": ProblemReport.Kind.choices,
         "back_url": _back_url(project, item),
+        "tie_reason": _tie_reason(project, item),
+        "skip_reason": skip_reason,
+        "criterion_changed": previous is not None and previous[1] != item.criterion.pk,
     }
+
+
+def _tie_reason(project: Project, item: work_types.WorkItem) -> str | None:
+    """Why the Tie button is off on this screen, or None when a tie may be chosen."""
+    if item.ties_available is None or item.ties_available > 0:
+        return None
+    if item.vote is not None and item.vote.choice == Choice.TIE:
+        return None  # keeping a tie already cast costs nothing
+    return tie_unavailable_message(cap=project.tie_cap, wait=item.tie_wait)
 
 
 def _revisit_context(project: Project, item: work_types.WorkItem) -> dict[str, Any]:
@@ -86,10 +105,12 @@ def _screen(request: HttpRequest, project: Project, context: dict[str, Any], sta
     return render(request, template, context, status=status)
 
 
-def _next_context(project: Project, user: Any) -> dict[str, Any]:
+def _next_context(
+    project: Project, user: Any, previous: tuple[int, int] | None = None
+) -> dict[str, Any]:
     item = work.work_next(project=project, annotator=user)
     if item is not None:
-        return _item_context(project, item)
+        return _item_context(project, item, previous=previous)
     state = work.work_state(project=project, annotator=user)
     if state.mode == "not_member":
         raise PermissionDenied("You are not an annotator in this project.")
@@ -130,6 +151,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
                 shown_choice=form.cleaned_data["choice"],
                 rationale=form.cleaned_data["rationale"],
                 seconds=form.cleaned_data["seconds"],
+                unsure=form.cleaned_data["unsure"],
             )
         except work_types.VoteRejected as rejected:
             errors = {rejected.field: rejected.message}
@@ -152,14 +174,64 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
             choice=shown_choice if shown_choice in SHOWN_CHOICES else "",
             rationale=rationale,
             errors=errors,
+            unsure=bool(form.cleaned_data.get("unsure")),
         )
         # 422 for both paths; labeling.js tells htmx to swap it in like a success.
         return _screen(request, project, context, status=422)
     if not request.htmx:
         return redirect("label", slug=project.slug)
-    response = _screen(request, project, _next_context(project, request.user))
+    context = _next_context(project, request.user, previous=(sample_id, criterion_id))
+    response = _screen(request, project, context)
     response["HX-Push-Url"] = reverse("label", args=[project.slug])
-    return trigger_client_event(response, "toast", {"value": "Vote saved"})
+    return _status(response, "Vote saved")
+
+
+def _status(response: HttpResponse, message: str) -> HttpResponse:
+    """A short confirmation, shown by the swapped-in screen in its status line (app.js)."""
+    return trigger_client_event(response, "toast", {"value": message}, after="settle")
+
+
+@login_required
+@require_POST
+def label_skip(request: HttpRequest, slug: str) -> HttpResponse:
+    """Skip an item for now, with a reason; it comes back after the annotator's other items."""
+    project = _project(slug)
+    form = SkipForm(request.POST)
+    form.is_valid()
+    if form.id_errors():
+        return refusal(form)
+    sample_id = form.cleaned_data["sample_id"]
+    criterion_id = form.cleaned_data["criterion_id"]
+    errors = {"skip": " ".join(form_errors(form).values())} if form.errors else {}
+    if not errors:
+        try:
+            work.item_skip(
+                project=project,
+                annotator=request.user,
+                sample_id=sample_id,
+                criterion_id=criterion_id,
+                reason=form.cleaned_data["reason"],
+            )
+        except work_types.VoteRejected as rejected:
+            errors = {"skip": rejected.message}
+        except (PermissionDenied, Http404) as gone:
+            context = _next_context(project, request.user)
+            context["notice"] = str(gone) or "This item is not yours to skip."
+            return _screen(request, project, context, status=422)
+    if errors:
+        item = work.work_item(
+            project=project, annotator=request.user, sample_id=sample_id, criterion_id=criterion_id
+        )
+        context = _item_context(
+            project, item, errors=errors, skip_reason=form.data.get("reason", "")
+        )
+        return _screen(request, project, context, status=422)
+    if not request.htmx:
+        return redirect("label", slug=project.slug)
+    context = _next_context(project, request.user, previous=(sample_id, criterion_id))
+    response = _screen(request, project, context)
+    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    return _status(response, "Skipped for now: it comes back after your other items")
 
 
 @login_required
@@ -185,7 +257,7 @@ def label_back(request: HttpRequest, slug: str) -> HttpResponse:
         if not request.htmx:
             return redirect("label", slug=project.slug)
         response = _screen(request, project, _next_context(project, request.user))
-        return trigger_client_event(response, "toast", {"value": "No earlier vote to revise"})
+        return _status(response, "No earlier vote to revise")
     url = reverse("label-item", args=[project.slug, item.sample.pk, item.criterion.pk])
     if not request.htmx:
         return redirect(url)
@@ -213,6 +285,4 @@ def report_problem(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("label", slug=project.slug)
     response = _screen(request, project, _next_context(project, request.user))
     response["HX-Push-Url"] = reverse("label", args=[project.slug])
-    return trigger_client_event(
-        response, "toast", {"value": "Problem reported; the sample left your queue"}
-    )
+    return _status(response, "Problem reported; the sample left your queue")

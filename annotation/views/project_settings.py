@@ -23,13 +23,17 @@ class ProjectSettingsForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = list(EDITABLE_SETTINGS)
-        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "guidelines": forms.Textarea(attrs={"rows": 10}),
+        }
         labels = {
             "tie_cap": "Tie cap (share, e.g. 0.1 = 10%)",
             "lease_minutes": "Lease (minutes)",
             "shuffle_ab": "Randomise A/B order per annotator",
             "export_includes_seeds": "Include seed samples in exports",
             "vote_revision_window": "Revising a vote on a completed sample",
+            "calibration_threshold": "Calibration threshold (% agreement with the reference)",
         }
 
 

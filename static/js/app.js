@@ -11,12 +11,29 @@ document.addEventListener("htmx:responseError", function (event) {
   box.appendChild(toast);
 });
 document.body.addEventListener("toast", function (event) {
+  const text = (event.detail && event.detail.value) || "Saved";
+  // A screen with a status line (the labeling screen) shows it there: it covers nothing, and
+  // the next message, or the next screen, replaces it.
+  const slot = document.querySelector("[data-status-slot]");
+  if (slot) {
+    slot.classList.remove("shown");
+    slot.textContent = text;
+    void slot.offsetWidth; // restart the fade
+    slot.classList.add("shown");
+    return;
+  }
   const box = document.getElementById("toasts");
   if (!box) return;
   const toast = document.createElement("div");
   toast.className = "toast";
-  toast.textContent = (event.detail && event.detail.value) || "Saved";
+  toast.textContent = text;
   box.appendChild(toast);
+});
+document.addEventListener("animationend", function (event) {
+  if (event.target.matches && event.target.matches("[data-status-slot]")) {
+    event.target.textContent = "";
+    event.target.classList.remove("shown");
+  }
 });
 
 // Bars and swatches carry their width or colour as data (the CSP allows no style attribute).

@@ -35,6 +35,7 @@
       textarea.addEventListener("input", function () { updateCount(textarea); });
     }
     setupScrollSync(root);
+    setupPanes(root);
     // After an error the typed rationale is back in the field: put the caret at its end.
     const error = root.querySelector(".field-error");
     if (error && textarea) {
@@ -50,6 +51,12 @@
     const w = work();
     const input = w && w.querySelector('.choices input[value="' + value + '"]');
     if (!input) return;
+    if (input.disabled) {
+      // Say why instead of doing nothing (the reason is printed under the buttons).
+      const reason = w.querySelector("#tie-reason");
+      if (reason) { reason.classList.remove("flash"); void reason.offsetWidth; reason.classList.add("flash"); }
+      return;
+    }
     input.checked = true;
     const textarea = w.querySelector("#rationale");
     if (textarea) textarea.focus();
@@ -127,6 +134,52 @@
       event.detail.isError = false;
     }
   });
+
+  // --- Resizable question panel: drag the handle, or focus it and use the arrow keys ---------
+  const SIDE_MIN = 20, SIDE_MAX = 65, SIDE_DEFAULT = 34;
+  function sideWidth() {
+    const stored = parseFloat(localStorage.getItem("mcs-side-width") || "");
+    return isNaN(stored) ? SIDE_DEFAULT : Math.min(SIDE_MAX, Math.max(SIDE_MIN, stored));
+  }
+  function setSide(body, handle, percent, keep) {
+    percent = Math.round(Math.min(SIDE_MAX, Math.max(SIDE_MIN, percent)));
+    body.style.setProperty("--side", percent + "%");
+    handle.setAttribute("aria-valuenow", String(percent));
+    handle.setAttribute("aria-valuetext", "question panel " + percent + "% of the width");
+    if (keep) localStorage.setItem("mcs-side-width", String(percent));
+  }
+  function setupPanes(root) {
+    const body = root.querySelector("#work-body") || document.getElementById("work-body");
+    const handle = body && body.querySelector(".pane-handle");
+    if (!handle) return;
+    setSide(body, handle, sideWidth(), false);
+    handle.addEventListener("keydown", function (event) {
+      const now = sideWidth();
+      let next = null;
+      if (event.key === "ArrowLeft") next = now - 3;
+      else if (event.key === "ArrowRight") next = now + 3;
+      else if (event.key === "Home") next = SIDE_DEFAULT;
+      if (next === null) return;
+      event.preventDefault();
+      event.stopPropagation();
+      setSide(body, handle, next, true);
+    });
+    handle.addEventListener("dblclick", function () { setSide(body, handle, SIDE_DEFAULT, true); });
+    handle.addEventListener("pointerdown", function (event) {
+      event.preventDefault();
+      handle.setPointerCapture(event.pointerId);
+      handle.classList.add("dragging");
+      const rect = body.getBoundingClientRect();
+      function move(e) { setSide(body, handle, (e.clientX - rect.left) / rect.width * 100, true); }
+      function up() {
+        handle.classList.remove("dragging");
+        handle.removeEventListener("pointermove", move);
+        handle.removeEventListener("pointerup", up);
+      }
+      handle.addEventListener("pointermove", move);
+      handle.addEventListener("pointerup", up);
+    });
+  }
 
   // --- Scroll together ---------------------------------------------------------------------
   let syncing = false;
@@ -227,17 +280,3 @@
   });
 })();
 
-// Confirmation toasts: keep only the latest, and drop each once it has faded.
-document.addEventListener("toast", function () {
-  const box = document.getElementById("toasts");
-  if (!box) return;
-  const toasts = box.querySelectorAll(".toast");
-  toasts.forEach(function (toast, i) { if (i < toasts.length - 1) toast.remove(); });
-  // Sit just above the decision footer while it is on screen, else at the bottom edge.
-  const footer = document.querySelector(".decide");
-  const gap = footer ? window.innerHeight - footer.getBoundingClientRect().top + 12 : 16;
-  box.style.setProperty("--toast-bottom", Math.max(16, gap) + "px");
-});
-document.addEventListener("animationend", function (event) {
-  if (event.target.classList && event.target.classList.contains("toast")) event.target.remove();
-});

@@ -223,7 +223,8 @@ def test_an_unchanged_rerun_keeps_the_agreement_snapshot(voted, annotators):
     second = project_aggregate(project=project, n_boot=20)["splits"]["open_ended"]
     assert second["agreement"] == "unchanged"
     again = AgreementSnapshot.objects.get(project=project, split="open_ended")
-    assert (again.computed_at, again.figures) == (snapshot.computed_at, snapshot.figures)
+    assert again.figures == snapshot.figures  # kept as they were, computed_at inside included
+    assert again.computed_at > snapshot.computed_at  # the split was aggregated again
     # Other bootstrap options, a changed vote, a renamed annotator: computed again.
     assert project_aggregate(project=project, n_boot=30)["splits"]["open_ended"]["agreement"] == (
         "computed"

@@ -86,7 +86,7 @@ def test_rows_are_paginated_and_filtered(built, lead_key):
         "pred_a", "pred_b", "model_a", "model_b", "preference", "votes",
     ]  # fmt: skip
     assert first == built.rows.order_by("id").first().data
-    assert list(first["votes"][0]) == ["annotator", "choice", "rationale"]
+    assert list(first["votes"][0]) == ["annotator", "choice", "rationale", "unsure"]
     page = client.get(f"{BASE}/1/rows/", {"page_size": 3, "page": 2}).json()
     assert page["count"] == 4 and [r["question_id"] for r in page["results"]] == [
         everything["results"][3]["question_id"]

@@ -7,6 +7,7 @@ import pytest
 from aggregation.export.rows import ROW_FIELDS, image_relpath, preference_name
 from aggregation.models import ReviewDecision
 from aggregation.services.versions import version_build
+from annotation.models import Vote
 from annotation.pseudonyms import Pseudonyms
 
 
@@ -110,6 +111,7 @@ def test_votes_column_is_pseudonymised_and_stable(project, lead, annotators, dat
             "annotator": f"annotator_0{i}",
             "choice": "model_a",
             "rationale": f"ann{i} reasons about {data['oe'][0].key} on p1.",
+            "unsure": False,
         }
         for i in (1, 2, 3)
     ]
@@ -127,12 +129,12 @@ def test_votes_column_is_pseudonymised_and_stable(project, lead, annotators, dat
 def test_pseudonyms_follow_first_appearance():
     names = Pseudonyms()
     votes = [
-        {"id": 9, "annotator_id": 42, "choice": "B", "rationale": "r2"},
+        {"id": 9, "annotator_id": 42, "choice": "B", "rationale": "r2", "unsure": True},
         {"id": 3, "annotator_id": 7, "choice": "tie", "rationale": "r1"},
     ]
     assert names.votes(votes) == [
-        {"annotator": "annotator_01", "choice": "tie", "rationale": "r1"},
-        {"annotator": "annotator_02", "choice": "model_b", "rationale": "r2"},
+        {"annotator": "annotator_01", "choice": "tie", "rationale": "r1", "unsure": False},
+        {"annotator": "annotator_02", "choice": "model_b", "rationale": "r2", "unsure": True},
     ]
     assert names.name(42) == "annotator_02" and names.name(5) == "annotator_03"
 
@@ -156,3 +158,13 @@ def test_unsafe_ids_never_leave_the_images_folder():
     assert path.startswith("images/") and ".." not in path.split("/") and path.count("/") == 1
     assert image_relpath("a/b", "x.png") != image_relpath("a_b", "x.png")
     assert image_relpath(".hidden", "x.gif").startswith("images/hidden-")
+
+
+def test_votes_column_carries_the_not_sure_flag(project, lead, annotators, data):
+    Vote.objects.filter(annotator=annotators[0]).update(unsure=True)
+    p1 = rows_of(version_build(project=project, by=lead, include_votes=True))[0]
+    assert [(v["annotator"], v["unsure"]) for v in p1["votes"]] == [
+        ("annotator_01", True),
+        ("annotator_02", False),
+        ("annotator_03", False),
+    ]

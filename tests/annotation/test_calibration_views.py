@@ -47,15 +47,21 @@ def test_outsider_gets_403(client, project, outsider, seeds):
     assert client.get(url(project)).status_code == 403
 
 
-def test_annotator_who_has_not_finished_the_seed_round_gets_403(
+def test_annotator_who_has_not_finished_the_seed_round_is_told_when_it_opens(
     client, project, annotators, seeds, criteria
 ):
-    first = ProjectMember.objects.get(project=project, user=annotators[0])
-    # One vote short of the whole round.
+    first, second = (ProjectMember.objects.get(project=project, user=u) for u in annotators[:2])
+    # One seed sample short of the whole round (10 of 15 items).
     vote_all(first, seeds[:2], criteria)
+    vote_all(second, seeds, criteria, "B")
     client.force_login(annotators[0])
     response = client.get(url(project))
-    assert response.status_code == 403
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "The calibration discussion opens when you finish the seed items" in body
+    assert "<strong>10 of 15</strong> done, 5 to go." in body
+    # Nothing of the discussion itself: no votes, rationales or agreement.
+    assert "thinks" not in body and "agrees with the reference" not in body
 
 
 def test_annotator_who_finished_sees_everyones_votes_read_only(
@@ -214,8 +220,10 @@ def test_lead_marks_an_annotator_calibrated(client, project, lead, annotators, s
     member = ProjectMember.objects.get(project=project, user=annotators[0])
     client.force_login(lead)
     next_url = url(project, disagreements=1)
+    # No vote on a referenced item yet: below any threshold, so it takes the confirmation.
     response = client.post(
-        reverse("calibration-mark", args=[project.slug, member.pk]), {"next": next_url}
+        reverse("calibration-mark", args=[project.slug, member.pk]),
+        {"next": next_url, "confirm": "1"},
     )
     assert response.status_code == 302
     assert response.url == next_url

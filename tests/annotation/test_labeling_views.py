@@ -189,7 +189,7 @@ def test_htmx_post_returns_the_next_item_with_a_toast(client, project, member, s
     assert response.status_code == 200
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="work"')
-    assert '"toast"' in response["HX-Trigger"]
+    assert '"toast"' in response["HX-Trigger-After-Settle"]
     assert response["HX-Push-Url"] == label_url(project)
     assert current_ids(response) != ids
     assert Vote.objects.filter(annotator=member).count() == 1
@@ -371,7 +371,7 @@ def test_report_problem_takes_the_sample_out_of_the_queue(client, project, membe
         **HTMX,
     )
     assert response.status_code == 200
-    assert "Problem reported" in response["HX-Trigger"]
+    assert "Problem reported" in response["HX-Trigger-After-Settle"]
     report = ProblemReport.objects.get()
     assert (report.sample, report.reporter, report.kind) == (reported, member, "broken_image")
     assert report.note == "image is blank"

@@ -43,6 +43,7 @@ def test_lead_saves_settings(client, project, lead):
         "work_order": "sample_major",
         "shuffle_ab": "on",
         "vote_revision_window": "until_aggregation",
+        "calibration_threshold": 80,
     }
     response = client.post(f"/projects/{project.slug}/settings/", data)
     assert response.status_code == 302

@@ -43,7 +43,9 @@ def test_tenth_vote_tie_refused_eleventh_allowed(project, formal):
     with pytest.raises(work_types.VoteRejected) as rejected:
         try_tie(project, formal)
     assert rejected.value.field == "choice"
-    assert "10%" in rejected.value.message and "1 tie in 10 votes" in rejected.value.message
+    assert "10%" in rejected.value.message
+    assert "1 tie in 10 votes would not" in rejected.value.message
+    assert "skip this item for now: it comes back after your other items" in rejected.value.message
     assert Vote.objects.filter(annotator=formal).count() == 9
     cast(project, formal, 1)  # the 10th vote is A
     assert voting.tie_allowance(project=project, annotator=formal) == 1

@@ -189,10 +189,12 @@ def test_slot_completes_when_every_criterion_is_voted(project, user):
 
 def test_progress_counts(project, user):
     n = Criterion.objects.filter(project=project, split="open_ended").count()
+    # The whole assignment, not the batch of 2: the only calibrated annotator's share is all
+    # 4 samples (each needs 3 annotators, and there is 1).
     item = work.work_next(project=project, annotator=user)
-    assert (item.done, item.total) == (0, 2 * n)
+    assert (item.done, item.total) == (0, 4 * n)
     for _ in range(3):
         vote_next(project, user)
     state = work.work_state(project=project, annotator=user)
-    assert (state.mode, state.done, state.total) == ("formal", 3, 2 * n)
+    assert (state.mode, state.done, state.total) == ("formal", 3, 4 * n)
     assert state.ties_available == 0

@@ -9,7 +9,7 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 from PIL import Image, ImageDraw
 
-from annotation.models import Criterion, ProjectMember, Sample, Slot, Vote, VoteRevision
+from annotation.models import Criterion, ProjectMember, Sample, Skip, Slot, Vote, VoteRevision
 from annotation.services import assignment
 from annotation.services import calibration as calibration_services
 from annotation.services.projects import member_add, project_create
@@ -174,6 +174,10 @@ def test_calibration_by_keyboard_review_and_formal_work(study, new_page, live_se
     assert "alice" in lead_page.locator(".members").inner_text()
     screenshot(lead_page, "calibration-discussion")
     member_id = _member_id(project, annotator)
+    # No reference labels to agree with: below the threshold, so the lead ticks the confirmation.
+    card = lead_page.locator(f"#member-{member_id}")
+    assert "threshold 80%: below" in card.inner_text()
+    card.locator('input[name="confirm"]').check()
     lead_page.click(f"#member-{member_id} button:has-text('Mark calibrated')")
     lead_page.wait_for_selector("text=is calibrated")
     assert ProjectMember.objects.get(project=project, user=annotator).calibrated_at is not None
@@ -192,7 +196,7 @@ def _member_id(project, user) -> int:
     return ProjectMember.objects.get(project=project, user=user).pk
 
 
-def test_tie_beyond_the_cap_is_refused_and_the_rationale_kept(study, new_page, live_server):
+def test_no_tie_left_turns_the_button_off_and_a_skip_brings_it_back(study, new_page, live_server):
     project, lead, annotator = study
     member = ProjectMember.objects.get(project=project, user=annotator)
     calibration_services.calibration_mark(project=project, member=member, by=lead)
@@ -227,29 +231,45 @@ def test_tie_beyond_the_cap_is_refused_and_the_rationale_kept(study, new_page, l
         _vote_by_keyboard(page, "3", "Both responses are equally specific here.")
     assert page.locator(".ties").get_attribute("data-ties") == "0"
 
-    rationale = "Honestly I cannot separate them on this point."
+    # No tie left: the button is off and says why; pressing t only points at the reason.
+    tie = page.locator('.choices input[value="tie"]')
+    assert tie.is_disabled()
+    reason = page.locator("#tie-reason")
+    assert "No tie available: ties must stay below 10% of your formal votes" in reason.inner_text()
+    assert "after 8 more votes" in reason.inner_text()  # 3 ties in 31 votes is below 10%
     before = _item_key(page)
     page.locator("#work").focus()
     page.keyboard.press("t")
-    page.keyboard.type(rationale)
-    page.keyboard.press("Enter")
-    error = page.locator("#choice-error")
-    error.wait_for()
-    assert "tie" in error.inner_text().lower()
-    assert page.locator("#rationale").input_value() == rationale
+    assert page.locator(".choices input:checked").count() == 0
     assert _item_key(page) == before
-    screenshot(page, "label-tie-refused")
+    screenshot(page, "label-tie-off")
 
-    # Choosing A instead goes through with the kept text.
-    page.locator("#work").focus()
-    page.keyboard.press("1")
-    page.keyboard.press("Enter")
+    # Undecided: skip it for now, with a reason; it comes back after the other items.
+    page.click(".skip summary")
+    page.fill("#skip-reason", "Cannot separate them; back to it later.")
+    page.click(".skip-panel button[type=submit]")
     page.wait_for_function(
         "(before) => { const w = document.getElementById('work');"
         " return w && (w.dataset.sample + '-' + w.dataset.criterion) !== before; }",
         arg=before,
     )
-    assert Vote.objects.filter(annotator=annotator, round=0, rationale=rationale).count() == 1
+    # The confirmation sits in the header's status line, then clears itself.
+    page.wait_for_function(
+        "() => document.getElementById('work-status').textContent"
+        " === 'Skipped for now: it comes back after your other items'"
+    )
+    page.wait_for_function("() => document.getElementById('work-status').textContent === ''")
+    assert page.locator("#toasts .toast").count() == 0
+    skipped = Skip.objects.get(annotator=annotator)
+    assert f"{skipped.sample_id}-{skipped.criterion_id}" == before
+    assert skipped.reason == "Cannot separate them; back to it later."
+
+    seen = []
+    while page.locator(".vote-form").count() and _item_key(page) != before:
+        seen.append(_item_key(page))
+        _vote_by_keyboard(page, "1", "A is more specific about the picture.")
+    assert before not in seen and len(seen) == 3  # 6 fresh items, 2 ties cast, 1 skipped
+    assert page.locator(".badge", has_text="skipped earlier").count() == 1
 
     # Finish the queue to reach the end screen.
     while page.locator(".vote-form").count():
@@ -283,6 +303,21 @@ def test_short_rationale_is_explained_in_place(study, new_page, live_server):
     )
     vote = Vote.objects.get(annotator=annotator)
     assert vote.rationale == "too short, B names every object correctly."
+    # "Vote saved" sits in the header's status line, never over a control, and the next
+    # screen's error replaces it at once.
+    page.wait_for_function(
+        "() => document.getElementById('work-status').textContent === 'Vote saved'"
+    )
+    assert page.locator("#toasts .toast").count() == 0
+    status, choice_a = page.locator("#work-status"), page.locator(".choice-a")
+    s, a = status.bounding_box(), choice_a.bounding_box()
+    assert s["y"] + s["height"] <= a["y"] or a["y"] + a["height"] <= s["y"]
+    page.locator("#work").focus()
+    page.keyboard.press("1")
+    page.keyboard.type("short")
+    page.keyboard.press("Enter")
+    page.locator("#rationale-error").wait_for()
+    assert page.locator("#work-status").inner_text() == ""
 
 
 def test_labeling_works_without_javascript(study, new_page, live_server):

@@ -67,6 +67,8 @@ def chunks(limit: int) -> list[str]:
 def hostile(db):
     """A project where every shown field is payloads, with seeds, votes, labels and a judge."""
     project = project_create(name=blob(200, 3), slug="xss")
+    project.guidelines = ALL
+    project.save()
     for i, criterion in enumerate(Criterion.objects.filter(project=project)):
         criterion.name = blob(120, 11 * i)
         criterion.description = ALL
@@ -191,6 +193,10 @@ def test_annotator_screens_run_no_payload(hostile, new_page) -> None:
     page, events = open_watched(new_page)
     login(page, "alice")
     check_screen(page, events, reverse("calibration", args=[slug]))
+    # Her home lists her votes (payload rationales); the guidelines are payloads too.
+    check_screen(page, events, reverse("home"))
+    assert page.locator(".history tbody tr").count() > 0
+    check_screen(page, events, reverse("guidelines", args=[slug]))
     assert page.locator(".math-inline .katex, .math-display .katex").count() > 0
     calibration_services.calibration_mark(
         project=hostile["project"],
