@@ -4,4 +4,5 @@ urlpatterns = [
     path("", include("aggregation.urls_jobs")),
     path("", include("aggregation.urls_review")),
     path("", include("aggregation.urls_export")),
+    path("", include("aggregation.urls_samples")),
 ]

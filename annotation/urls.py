@@ -21,4 +21,5 @@ urlpatterns = [
     path("", include("annotation.urls_import")),
     path("", include("annotation.urls_members")),
     path("", include("annotation.urls_labeling")),
+    path("", include("annotation.urls_reports")),
 ]

@@ -17,6 +17,7 @@ from annotation.models import (
     LEAD_GROUP,
     ApiToken,
     Job,
+    ProblemReport,
     Project,
     ProjectMember,
     Slot,
@@ -66,6 +67,7 @@ def build_world() -> PermissionWorld:
         version=version, judge=JUDGE, file=predictions_upload(), by=lead
     )
     run = JudgeRun.objects.filter(version=version).first()
+    report = ProblemReport.objects.create(sample=samples[1], reporter=annotator, kind="other")
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
     keys = {
@@ -96,6 +98,7 @@ def build_world() -> PermissionWorld:
         "path": image,
         "import_job": import_job.pk,
         "score_job": score_job.pk,
+        "report_id": report.pk,
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

@@ -9,6 +9,7 @@ from django.urls import reverse
 from annotation.models import Job
 from annotation.permissions import lead_required
 from annotation.selectors import project_get
+from annotation.selectors_reports import reports_open_count
 
 from ..presenters.dashboard import (
     OUTCOME_COLORS,
@@ -38,5 +39,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "version_build_url": reverse("version-build", args=[slug]),
         "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
         "versions_url": reverse("versions", args=[slug]),
+        "reports_open": reports_open_count(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)

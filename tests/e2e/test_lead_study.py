@@ -1,0 +1,95 @@
+"""The lead runs the study in the browser: problem reports, the sample browser, accounts.
+
+The demo's data fills the pages (a project with votes, calibrated annotators); each test walks
+its page's main path and checks the page fits a phone and a desktop without sideways scrolling.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.demo.build import ANNOTATORS, LEAD, PASSWORD, SLUG, demo_build
+from annotation.models import ProblemReport, Sample, Slot
+from tests.e2e.conftest import login, screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+VIEWPORTS = [(1440, 900), (390, 844)]
+
+
+@pytest.fixture
+def demo(db):
+    return demo_build()
+
+
+def fits(page, viewport) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= viewport[0], (page.url, width)
+
+
+def test_the_lead_answers_a_problem_report_from_the_dashboard(demo, new_page):
+    from django.contrib.auth import get_user_model
+
+    reporter = get_user_model().objects.get(username=ANNOTATORS[1])
+    slot = Slot.objects.filter(annotator=reporter, completed_at__isnull=True).first()
+    sample = slot.sample if slot else Sample.objects.filter(is_seed=False).first()
+    report = ProblemReport.objects.create(
+        sample=sample, reporter=reporter, kind="broken_image", note="The image does not load."
+    )
+    for viewport in VIEWPORTS:
+        page = new_page(viewport)
+        login(page, LEAD, PASSWORD)
+        page.goto(f"/projects/{SLUG}/dashboard/")
+        page.click("a.stat-link")
+        page.wait_for_url(f"**/projects/{SLUG}/reports/")
+        card = page.locator(f"#report-{report.pk}")
+        assert "The image does not load." in card.inner_text()
+        fits(page, viewport)
+        screenshot(page, f"reports-{viewport[0]}")
+        if viewport[0] == 390:
+            # Open the sample from the report, then come back and resolve it.
+            card.locator("a.sample-link").click()
+            page.wait_for_url(f"**/samples/{sample.pk}/")
+            assert sample.external_id in page.locator("h1").inner_text()
+            fits(page, viewport)
+            page.go_back()
+            page.fill(f"#note-{report.pk}", "Image replaced.")
+            page.locator(f"#report-{report.pk} button[value=resolved]").click()
+            page.wait_for_selector(".toast-success")
+            assert "resolved; the sample is back in the queue" in page.inner_text("#toasts")
+            assert "No open reports" in page.inner_text("main")
+    report.refresh_from_db()
+    assert (report.outcome, report.resolved_by.username, report.resolution) == (
+        "resolved",
+        LEAD,
+        "Image replaced.",
+    )
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["desktop", "phone"])
+def test_the_lead_finds_a_sample_and_reads_its_votes(demo, new_page, viewport):
+    voted = (
+        Sample.objects.filter(project__slug=SLUG, is_seed=False, votes__round=0)
+        .distinct()
+        .order_by("id")
+        .first()
+    )
+    page = new_page(viewport)
+    login(page, LEAD, PASSWORD)
+    page.goto(f"/projects/{SLUG}/samples/")
+    assert "60 samples match." in page.inner_text("main")
+    fits(page, viewport)
+    screenshot(page, f"samples-{viewport[0]}")
+    page.fill("#id_q", voted.external_id)
+    page.select_option("#id_split", voted.split)
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**q=*")
+    assert "1 sample matches." in page.inner_text("main")
+    page.click(f"a.sample-link:has-text('{voted.external_id}')")
+    page.wait_for_url(f"**/samples/{voted.pk}/")
+    votes = page.locator(".votes li")
+    assert votes.count() >= 3
+    first = votes.first.inner_text()
+    assert any(name in first for name in ANNOTATORS)
+    fits(page, viewport)
+    screenshot(page, f"sample-detail-{viewport[0]}")
