@@ -1,9 +1,11 @@
 from django.urls import include, path
 
-from .views import core, jobs, project_settings
+from .views import accounts, core, jobs, project_settings
 
 urlpatterns = [
     path("", core.home, name="home"),
+    # Before the project pattern, which would read "new" as a project's address.
+    path("projects/new/", accounts.project_new, name="project-new"),
     path("projects/<slug:slug>/", core.project_detail, name="project-detail"),
     path(
         "projects/<slug:slug>/settings/",
@@ -22,4 +24,5 @@ urlpatterns = [
     path("", include("annotation.urls_members")),
     path("", include("annotation.urls_labeling")),
     path("", include("annotation.urls_reports")),
+    path("", include("annotation.urls_accounts")),
 ]

@@ -99,6 +99,8 @@ def build_world() -> PermissionWorld:
         "import_job": import_job.pk,
         "score_job": score_job.pk,
         "report_id": report.pk,
+        "uidb64": "MQ",
+        "token": "made-up-token",
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

@@ -105,6 +105,13 @@ MATRIX: dict[str, Entry] = {
     "member-add": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "member-remove": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "slot-reassign": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    "project-new": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 200)),
+    # Empty: the form's errors, back to the members page.
+    "member-invite": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    # The world's member has a password: refused with a message, back to the members page.
+    "member-invite-again": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    # A made-up token: the page says the link no longer works, whoever opens it.
+    "invite-accept": Entry(get=web(200, 200, 200, 200, 200), post=web(200, 200, 200, 200, 200)),
     # --- annotation: labeling (annotators of the project only) --------------------------
     "label": Entry(
         get=web(LOGIN, 200, 403, 403, 403),

@@ -93,3 +93,49 @@ def test_the_lead_finds_a_sample_and_reads_its_votes(demo, new_page, viewport):
     assert any(name in first for name in ANNOTATORS)
     fits(page, viewport)
     screenshot(page, f"sample-detail-{viewport[0]}")
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["desktop", "phone"])
+def test_the_lead_creates_a_project_and_invites_an_annotator(db, new_page, viewport):
+    from annotation.models import LEAD_GROUP
+    from tests.conftest import make_user
+
+    make_user("boss", LEAD_GROUP)
+    page = new_page(viewport)
+    login(page, "boss")
+    page.goto("/")
+    page.click("text=New project")
+    page.fill("#id_name", "Chart study")
+    fits(page, viewport)
+    screenshot(page, f"project-new-{viewport[0]}")
+    page.click("button:has-text('Create project')")
+    page.wait_for_url("**/projects/chart-study/members/")
+    page.fill("#invite-username", "newbie")
+    page.fill("#invite-name", "Ada Lovelace")
+    page.click("button:has-text('Create and get an invite link')")
+    link = page.input_value("#invite-link")
+    assert "/accounts/invite/" in link
+    fits(page, viewport)
+    screenshot(page, f"invite-link-{viewport[0]}")
+    page.click("text=Back to the annotators")
+    assert "no password yet" in page.inner_text("table.members")
+
+    invitee = new_page(viewport)
+    invitee.goto(link)
+    assert "Welcome, newbie" in invitee.inner_text("h1")
+    fits(invitee, viewport)
+    screenshot(invitee, f"invite-accept-{viewport[0]}")
+    invitee.fill("#id_new_password1", "short")
+    invitee.fill("#id_new_password2", "short")
+    invitee.click("button[type=submit]")
+    assert "too short" in invitee.inner_text("main")
+    invitee.fill("#id_new_password1", "charts-and-bars-2026")
+    invitee.fill("#id_new_password2", "charts-and-bars-2026")
+    invitee.click("button[type=submit]")
+    invitee.wait_for_url(lambda url: "/accounts/" not in url)
+    assert "Your work" in invitee.inner_text("main") or "Chart study" in invitee.inner_text("main")
+    assert "Chart study" in invitee.inner_text("main")
+    # The link is spent: opening it again says so.
+    again = new_page(viewport)
+    again.goto(link)
+    assert "no longer works" in again.inner_text("h1")
