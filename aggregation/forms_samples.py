@@ -64,3 +64,18 @@ class SampleFilterForm(forms.Form):
             key: self.cleaned_data.get(key) if key not in self.errors else None
             for key in ("after", "before")
         }
+
+
+class VotesPageForm(forms.Form):
+    """The drill-down's day (from the throughput table) and page position."""
+
+    day = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
+    before = forms.IntegerField(min_value=1, max_value=ID_MAX, required=False)
+
+    def values(self) -> dict[str, Any]:
+        """``day`` and ``before``, each None when absent or invalid."""
+        self.is_valid()
+        return {
+            key: self.cleaned_data.get(key) if key not in self.errors else None
+            for key in ("day", "before")
+        }

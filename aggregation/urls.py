@@ -5,4 +5,5 @@ urlpatterns = [
     path("", include("aggregation.urls_review")),
     path("", include("aggregation.urls_export")),
     path("", include("aggregation.urls_samples")),
+    path("", include("aggregation.urls_activity")),
 ]

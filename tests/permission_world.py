@@ -99,6 +99,7 @@ def build_world() -> PermissionWorld:
         "import_job": import_job.pk,
         "score_job": score_job.pk,
         "report_id": report.pk,
+        "user_id": annotator.pk,
         "uidb64": "MQ",
         "token": "made-up-token",
     }

@@ -144,6 +144,7 @@ MATRIX: dict[str, Entry] = {
     "review-mark": Entry(get=web(405, 405, 405, 405, 405), post=LEAD_ACTION_POST),
     "samples": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
     "sample-detail": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
+    "annotator-votes": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
     "versions": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "version-build": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "version-detail": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),

@@ -11,6 +11,7 @@ from annotation.permissions import lead_required
 from annotation.selectors import project_get
 from annotation.selectors_reports import reports_open_count
 
+from ..presenters.activity import dashboard_alerts, throughput_present
 from ..presenters.dashboard import (
     OUTCOME_COLORS,
     SERIES_NAMES,
@@ -28,6 +29,8 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     jobs = Job.objects.filter(project=project)
     last_job = jobs.filter(kind=Job.Kind.AGGREGATE).first()
     context = {
+        "alerts": dashboard_alerts(figures.annotators, figures.agreement, cap=project.tie_cap),
+        "throughput": throughput_present(figures.throughput),
         "project": project,
         "figures": figures,
         "charts": dashboard_charts(figures),

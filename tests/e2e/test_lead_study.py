@@ -139,3 +139,26 @@ def test_the_lead_creates_a_project_and_invites_an_annotator(db, new_page, viewp
     again = new_page(viewport)
     again.goto(link)
     assert "no longer works" in again.inner_text("h1")
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["desktop", "phone"])
+def test_the_dashboard_drills_down_from_an_annotator_to_their_votes(demo, new_page, viewport):
+    from aggregation.services.aggregate import project_aggregate
+    from annotation.models import Project
+    from tests.e2e.conftest import SCREENSHOT_DIR
+
+    project_aggregate(project=Project.objects.get(slug=SLUG), n_boot=20)
+    page = new_page(viewport)
+    login(page, LEAD, PASSWORD)
+    page.goto(f"/projects/{SLUG}/dashboard/")
+    fits(page, viewport)
+    assert page.locator("#fig-throughput svg.chart-lines:visible").count() == 1
+    if SCREENSHOT_DIR:
+        page.screenshot(path=f"{SCREENSHOT_DIR}/dashboard-full-{viewport[0]}.png", full_page=True)
+    name = ANNOTATORS[2]
+    page.locator("#fig-annotators").get_by_role("link", name=name, exact=True).click()
+    page.wait_for_url("**/annotators/*/votes/")
+    assert f"{name}'s votes" in page.inner_text("h1")
+    assert page.locator(".vote-row").count() > 0
+    fits(page, viewport)
+    screenshot(page, f"annotator-votes-{viewport[0]}")
