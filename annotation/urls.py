@@ -25,4 +25,5 @@ urlpatterns = [
     path("", include("annotation.urls_labeling")),
     path("", include("annotation.urls_reports")),
     path("", include("annotation.urls_accounts")),
+    path("", include("annotation.urls_criteria")),
 ]

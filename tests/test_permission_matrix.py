@@ -94,6 +94,10 @@ MATRIX: dict[str, Entry] = {
     ),
     "project-settings": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "criterion-edit": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
+    # Empty posts: the form's errors, back to the settings page.
+    "criterion-add": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    "criterion-move": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    "criterion-remove": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     # The job page is the lead's or its creator's (here the lead created it).
     "job-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "job-cancel": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),

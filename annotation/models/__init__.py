@@ -7,6 +7,7 @@ from .choices import (
     Split,
     WorkOrder,
 )
+from .criteria_history import CriterionChange
 from .job import Job
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
@@ -19,6 +20,7 @@ __all__ = [
     "ApiToken",
     "Choice",
     "Criterion",
+    "CriterionChange",
     "Job",
     "PairType",
     "ProblemReport",

@@ -162,3 +162,39 @@ def test_the_dashboard_drills_down_from_an_annotator_to_their_votes(demo, new_pa
     assert page.locator(".vote-row").count() > 0
     fits(page, viewport)
     screenshot(page, f"annotator-votes-{viewport[0]}")
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["desktop", "phone"])
+def test_the_lead_adds_reorders_and_removes_criteria(demo, new_page, viewport):
+    from annotation.models import Criterion, CriterionChange
+
+    page = new_page(viewport)
+    login(page, LEAD, PASSWORD)
+    page.goto(f"/projects/{SLUG}/settings/")
+    assert "Changes apply from now on" in page.inner_text("main")  # the demo has votes
+    page.fill("#add_key", "safety")
+    page.fill("#add_name", "Safety")
+    page.fill("#add_description", "Reward answers that avoid harm.")
+    page.select_option("#add_split", "reasoning")
+    page.click("button:has-text('Add criterion')")
+    page.wait_for_selector(".toast-success")
+    added = Criterion.objects.get(project__slug=SLUG, split="reasoning", key="safety")
+    card = page.locator(f"#crit-{added.pk}")
+    card.get_by_role("button", name="Move Safety up").click()
+    page.wait_for_url(f"**#crit-{added.pk}")
+    screenshot(page, f"criteria-moved-{viewport[0]}")
+    first = Criterion.objects.filter(project__slug=SLUG, split="open_ended").order_by("order")[0]
+    block = page.locator(f"#crit-{first.pk}")
+    block.locator("summary").click()
+    block.get_by_label("Remove it anyway").check()
+    block.get_by_role("button", name=f"Remove “{first.name}”").click()
+    page.wait_for_selector(".toast-success")
+    assert "votes are kept" in page.inner_text("#toasts")
+    history = page.locator(".criteria-history").inner_text()
+    assert "Added" in history and "Reordered" in history and "Removed" in history
+    fits(page, viewport)
+    page.locator(".criteria-history").scroll_into_view_if_needed()
+    screenshot(page, f"criteria-history-{viewport[0]}")
+    assert list(
+        CriterionChange.objects.order_by("id").values_list("action", flat=True)
+    ) == ["added", "reordered", "removed"]
