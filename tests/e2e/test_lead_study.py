@@ -195,6 +195,8 @@ def test_the_lead_adds_reorders_and_removes_criteria(demo, new_page, viewport):
     fits(page, viewport)
     page.locator(".criteria-history").scroll_into_view_if_needed()
     screenshot(page, f"criteria-history-{viewport[0]}")
-    assert list(
-        CriterionChange.objects.order_by("id").values_list("action", flat=True)
-    ) == ["added", "reordered", "removed"]
+    assert list(CriterionChange.objects.order_by("id").values_list("action", flat=True)) == [
+        "added",
+        "reordered",
+        "removed",
+    ]
