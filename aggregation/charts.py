@@ -331,7 +331,8 @@ def heat_map_svg(
     top = label_width
     legend_w = 90
     width = label_width + cell * max(n, 1) + legend_w
-    height = top + cell * max(n, 1) + 10
+    # Room below the matrix for the legend's n/a and "few" swatches when the matrix is small.
+    height = top + max(cell * max(n, 1) + 10, cell * max(n, 1) * 0.8 + 50)
     parts = _open(width, height, title, "chart-heat")
     if not n:
         parts.append(
@@ -418,6 +419,14 @@ def heat_map_svg(
         f'<text x="{lx + 20}" y="{top + lh + 21:.1f}" fill="#5b6270" font-size="10">n/a</text>'
         f'<text x="{lx}" y="{top - 10}" fill="#5b6270" font-size="10">κ</text>'
     )
+    if few_below:
+        parts.append(
+            f"<g><title>fewer than {few_below} shared items: too few to read</title>"
+            f'<rect x="{lx}" y="{top + lh + 30:.1f}" width="14" height="14" fill="#f3f4f6" '
+            'stroke="#c4c8ce"/>'
+            f'<text x="{lx + 20}" y="{top + lh + 41:.1f}" fill="#5b6270" font-size="10">few</text>'
+            "</g>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 

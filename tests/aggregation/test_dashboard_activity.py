@@ -187,3 +187,13 @@ def test_a_stranger_has_no_drill_down(client, project, data, lead, outsider):
     assert (
         client.get(reverse("annotator-votes", args=[project.slug, outsider.pk])).status_code == 404
     )
+
+
+def test_a_running_aggregation_says_the_figures_will_redraw(client, project, data, lead):
+    from annotation.models import Job
+    from annotation.services.jobs import job_create
+
+    job_create(kind=Job.Kind.AGGREGATE, project=project, created_by=lead)
+    client.force_login(lead)
+    html = client.get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert "The aggregation is running; the figures below redraw when it ends." in html
