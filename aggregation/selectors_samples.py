@@ -132,7 +132,8 @@ def samples_page(
 
 
 def sample_detail(*, project: Project, sample: Sample) -> dict[str, Any]:
-    """Per criterion of the sample's split: its label and every vote, formal and calibration."""
+    """Per criterion of the sample's split: its label and every vote, formal and calibration,
+    each with its earlier versions (``vote.revisions``)."""
     criteria = list(
         Criterion.objects.filter(project=project, split=sample.split).order_by("order", "key")
     )
@@ -141,6 +142,7 @@ def sample_detail(*, project: Project, sample: Sample) -> dict[str, Any]:
     for vote in (
         Vote.objects.filter(sample=sample)
         .select_related("annotator")
+        .prefetch_related("revisions__revised_by")
         .order_by("criterion_id", "round", "annotator__username")
     ):
         votes.setdefault(vote.criterion_id, []).append(vote)

@@ -171,3 +171,21 @@ def test_only_the_lead_browses_samples(client, project, world, outsider, who):
     url = reverse("sample-detail", args=[project.slug, world["oe"][0].pk])
     response = client.get(url)
     assert response.status_code == 403 and b"thinks" not in response.content
+
+
+def test_sample_detail_shows_a_votes_earlier_versions(client, project, world, lead):
+    from annotation.models import VoteRevision
+
+    vote = Vote.objects.filter(sample=world["oe"][0], annotator=world["users"][0]).get()
+    VoteRevision.objects.create(
+        vote=vote,
+        choice="tie",
+        rationale="First I could not tell them apart.",
+        recorded_at=timezone.now(),
+        revised_by=world["users"][0],
+    )
+    client.force_login(lead)
+    html = client.get(
+        reverse("sample-detail", args=[project.slug, world["oe"][0].pk])
+    ).content.decode()
+    assert "revised 1 time" in html and "First I could not tell them apart." in html
