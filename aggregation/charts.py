@@ -24,6 +24,7 @@ class Bar:
     value: float | None
     ci: Sequence[float] | None = None
     note: str = ""  # hover text: the CI and counts, or why the value is undefined
+    few: bool = False  # computed on too few items to read: drawn pale, its value greyed
 
 
 @dataclass(frozen=True)
@@ -191,9 +192,12 @@ def ci_bars_svg(
                 )
             else:
                 x0, x1 = sorted((x(0), x(bar.value)))
+                pale = (
+                    ' fill-opacity="0.3" stroke="#9aa1ab" stroke-dasharray="2 2"' if bar.few else ""
+                )
                 parts.append(
                     f'<rect x="{x0:.1f}" y="{y:.1f}" width="{max(x1 - x0, 1):.1f}" '
-                    f'height="{bar_height}" rx="2" fill="{color}"/>'
+                    f'height="{bar_height}" rx="2" fill="{color}"{pale}/>'
                 )
                 if bar.ci and len(bar.ci) == 2 and all(v is not None for v in bar.ci):
                     c0, c1 = x(bar.ci[0]), x(bar.ci[1])
@@ -203,9 +207,10 @@ def ci_bars_svg(
                         f'V{cy + 4:.1f}M{c1:.1f} {cy - 4:.1f}V{cy + 4:.1f}" '
                         'stroke="#1d1f23" stroke-width="1.4" fill="none"/>'
                     )
+                ink = "#9aa1ab" if bar.few else "#1d1f23"
                 parts.append(
                     f'<text x="{plot_left + plot_width + 8}" y="{y + bar_height - 2:.1f}" '
-                    f'fill="#1d1f23" font-variant-numeric="tabular-nums">{bar.value:.2f}</text>'
+                    f'fill="{ink}" font-variant-numeric="tabular-nums">{bar.value:.2f}</text>'
                 )
             parts.append("</g>")
     parts.insert(
@@ -314,13 +319,20 @@ def heat_color(value: float) -> str:
     return "#08306b"
 
 
-def heat_map_svg(data: HeatMap, *, title: str, cell: int = 40, label_width: int = 110) -> str:
-    """An annotator x annotator matrix of kappa values with a colour legend."""
+def heat_map_svg(
+    data: HeatMap, *, title: str, cell: int = 40, label_width: int = 110, few_below: int = 0
+) -> str:
+    """An annotator x annotator matrix of kappa values with a colour legend.
+
+    A value computed on fewer than ``few_below`` shared items is not coloured as a reading:
+    its cell is pale grey with the value in grey and the count on hover.
+    """
     n = len(data.labels)
     top = label_width
     legend_w = 90
     width = label_width + cell * max(n, 1) + legend_w
-    height = top + cell * max(n, 1) + 10
+    # Room below the matrix for the legend's n/a and "few" swatches when the matrix is small.
+    height = top + max(cell * max(n, 1) + 10, cell * max(n, 1) * 0.8 + 50)
     parts = _open(width, height, title, "chart-heat")
     if not n:
         parts.append(
@@ -364,6 +376,16 @@ def heat_map_svg(data: HeatMap, *, title: str, cell: int = 40, label_width: int 
                     'fill="#5b6270" font-size="10">n/a</text></g>'
                 )
                 continue
+            if shared is not None and shared < few_below:
+                hover = f"{pair}: κ = {value:.3f} on only {shared} shared items, too few to read"
+                parts.append(
+                    f"<g><title>{escape(hover)}</title>"
+                    f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#f3f4f6" '
+                    'stroke="#fff"/>'
+                    f'<text x="{x + cell / 2}" y="{y + cell / 2 + 4}" text-anchor="middle" '
+                    f'fill="#9aa1ab" font-size="10">{value:.2f}</text></g>'
+                )
+                continue
             fill = heat_color(value)
             ink = "#fff" if value >= 0.55 else "#1d1f23"
             outline = ' stroke="#b42318" stroke-width="2"' if value < 0 else ' stroke="#fff"'
@@ -397,5 +419,119 @@ def heat_map_svg(data: HeatMap, *, title: str, cell: int = 40, label_width: int 
         f'<text x="{lx + 20}" y="{top + lh + 21:.1f}" fill="#5b6270" font-size="10">n/a</text>'
         f'<text x="{lx}" y="{top - 10}" fill="#5b6270" font-size="10">κ</text>'
     )
+    if few_below:
+        parts.append(
+            f"<g><title>fewer than {few_below} shared items: too few to read</title>"
+            f'<rect x="{lx}" y="{top + lh + 30:.1f}" width="14" height="14" fill="#f3f4f6" '
+            'stroke="#c4c8ce"/>'
+            f'<text x="{lx + 20}" y="{top + lh + 41:.1f}" fill="#5b6270" font-size="10">few</text>'
+            "</g>"
+        )
     parts.append("</svg>")
     return "".join(parts)
+
+
+# Distinct hues for up to ten series (the rest cycle), readable on white.
+LINE_COLORS = (
+    "#1f5fbf",
+    "#e07a5f",
+    "#2a9d8f",
+    "#7a3fb4",
+    "#e09f3e",
+    "#b42318",
+    "#3d5a80",
+    "#6a994e",
+    "#c05299",
+    "#5b6270",
+)
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    values: Sequence[float]
+
+
+def lines_svg(
+    labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    title: str,
+    width: int = 640,
+    height: int = 220,
+    unit: str = "",
+) -> str:
+    """One line per series over the same x labels (e.g. days), with a legend and a y axis.
+
+    Every point carries its value on hover; the x labels are thinned to fit.
+    """
+    legend, legend_h = _legend(
+        [(s.name, LINE_COLORS[i % len(LINE_COLORS)]) for i, s in enumerate(series)],
+        left=44,
+        right=width,
+    )
+    parts = _open(width, height + legend_h, title, "chart-lines")
+    parts.extend(legend)
+    left, right, top = 44, width - 12, legend_h + 8
+    bottom = legend_h + height - 26
+    peak = max((v for s in series for v in s.values), default=0)
+    step = _nice_step(peak)
+    top_value = max(step, math.ceil(peak / step) * step) if peak > 0 else 1
+    n = len(labels)
+
+    def px(i: int) -> float:
+        return left + (right - left) * (i / (n - 1) if n > 1 else 0.5)
+
+    def py(v: float) -> float:
+        return bottom - (bottom - top) * (v / top_value)
+
+    tick = 0.0
+    while tick <= top_value + 1e-9:
+        parts.append(
+            f'<line x1="{left}" y1="{py(tick):.1f}" x2="{right}" y2="{py(tick):.1f}" '
+            f'stroke="{"#9aa1ab" if tick == 0 else "#e3e6ea"}"/>'
+            f'<text x="{left - 6}" y="{py(tick) + 4:.1f}" text-anchor="end" fill="#5b6270">'
+            f"{tick:g}</text>"
+        )
+        tick += step
+    every = max(1, math.ceil(n / max(2, (right - left) // 80)))
+    for i, label in enumerate(labels):
+        # The last label (the newest day) always shows, ending at the plot's edge.
+        if (i % every == 0 and n - 1 - i >= every / 2) or i == n - 1:
+            anchor = "end" if i == n - 1 and n > 1 else "middle"
+            parts.append(
+                f'<text x="{px(i):.1f}" y="{bottom + 16}" text-anchor="{anchor}" fill="#5b6270">'
+                f"{escape(label)}</text>"
+            )
+    if not series:
+        parts.append(
+            f'<text x="{(left + right) / 2:.1f}" y="{(top + bottom) / 2:.1f}" '
+            'text-anchor="middle" fill="#5b6270">no votes in this period</text>'
+        )
+    for si, s in enumerate(series):
+        color = LINE_COLORS[si % len(LINE_COLORS)]
+        points = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(s.values))
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2" '
+            'stroke-linejoin="round"/>'
+        )
+        for i, v in enumerate(s.values):
+            hover = f"{s.name} · {labels[i]}: {v:g}{unit}"
+            parts.append(
+                f'<circle cx="{px(i):.1f}" cy="{py(v):.1f}" r="3" fill="{color}">'
+                f"<title>{escape(hover)}</title></circle>"
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _nice_step(peak: float) -> float:
+    """A round grid step giving about four lines up to ``peak``."""
+    if peak <= 0:
+        return 1.0
+    raw = peak / 4
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * magnitude:
+            return float(max(1, factor * magnitude))
+    return float(10 * magnitude)

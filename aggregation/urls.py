@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import benchmark, dashboard, jobs, review, versions
+from .views import activity, benchmark, dashboard, jobs, review, samples, versions
 
 urlpatterns = [
     path(
@@ -47,5 +47,16 @@ urlpatterns = [
         "projects/<slug:slug>/benchmark/",
         benchmark.benchmark_import_page,
         name="benchmark-import",
+    ),
+    path("projects/<slug:slug>/samples/", samples.sample_list, name="samples"),
+    path(
+        "projects/<slug:slug>/samples/<int:sample_id>/",
+        samples.sample_detail_view,
+        name="sample-detail",
+    ),
+    path(
+        "projects/<slug:slug>/annotators/<int:user_id>/votes/",
+        activity.annotator_votes,
+        name="annotator-votes",
     ),
 ]

@@ -125,11 +125,45 @@ class ProblemReportForm(forms.Form):
     """A problem reported on a sample from the labeling screen."""
 
     sample_id = forms.IntegerField(min_value=1, max_value=ID_MAX, error_messages=ID_ERRORS)
-    kind = forms.ChoiceField(choices=ProblemReport.Kind.choices, required=False)
+    # No default: a report filed without choosing would say nothing about what is wrong.
+    kind = forms.ChoiceField(
+        choices=ProblemReport.Kind.choices,
+        error_messages={
+            "required": "Choose what is wrong with the sample.",
+            "invalid_choice": "Choose what is wrong with the sample from the list.",
+        },
+    )
     note = LimitedTextField("note", max_length=NOTE_MAX_CHARS)
 
-    def clean_kind(self) -> str:
-        return self.cleaned_data["kind"] or ProblemReport.Kind.OTHER
+
+class ReportCloseForm(forms.Form):
+    """The lead's answer to a problem report; reassigning names an annotator of the project."""
+
+    outcome = forms.ChoiceField(
+        choices=ProblemReport.Outcome.choices,
+        error_messages={
+            "required": "Choose resolve, reassign or discard.",
+            "invalid_choice": "Choose resolve, reassign or discard.",
+        },
+    )
+    to = forms.ModelChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        error_messages={"invalid_choice": "That user is not an active annotator of this project."},
+    )
+    note = LimitedTextField("note", max_length=NOTE_MAX_CHARS)
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["to"].queryset = get_user_model().objects.filter(
+            memberships__project=project, memberships__is_active=True
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("outcome") == ProblemReport.Outcome.REASSIGNED and not data.get("to"):
+            self.add_error("to", "Choose the annotator who gets the sample.")
+        return data
 
 
 class CalibrationFilterForm(forms.Form):

@@ -1,9 +1,21 @@
 from django.urls import path
 
-from .views import calibration, imports, labeling, members, project_settings, projects
+from .views import (
+    accounts,
+    calibration,
+    criteria,
+    imports,
+    labeling,
+    members,
+    project_settings,
+    projects,
+    reports,
+)
 
 urlpatterns = [
     path("", projects.home, name="home"),
+    # Before the project pattern, which would read "new" as a project's address.
+    path("projects/new/", accounts.project_new, name="project-new"),
     path("projects/<slug:slug>/", projects.project_detail, name="project-detail"),
     path("projects/<slug:slug>/guidelines/", projects.guidelines, name="guidelines"),
     path(
@@ -54,5 +66,33 @@ urlpatterns = [
         "projects/<slug:slug>/calibration/reference/",
         calibration.reference_set,
         name="reference-set",
+    ),
+    path("projects/<slug:slug>/reports/", reports.reports, name="reports"),
+    path(
+        "projects/<slug:slug>/reports/<int:report_id>/close/",
+        reports.report_close_view,
+        name="report-close",
+    ),
+    path("projects/<slug:slug>/members/invite/", accounts.member_invite, name="member-invite"),
+    path(
+        "projects/<slug:slug>/members/<int:member_id>/invite/",
+        accounts.member_invite_again,
+        name="member-invite-again",
+    ),
+    path(
+        "accounts/invite/<uidb64>/<token>/",
+        accounts.invite_accept,
+        name="invite-accept",
+    ),
+    path("projects/<slug:slug>/criteria/add/", criteria.criterion_add_view, name="criterion-add"),
+    path(
+        "projects/<slug:slug>/criteria/<int:criterion_id>/remove/",
+        criteria.criterion_remove_view,
+        name="criterion-remove",
+    ),
+    path(
+        "projects/<slug:slug>/criteria/<int:criterion_id>/move/",
+        criteria.criterion_move_view,
+        name="criterion-move",
     ),
 ]

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from aggregation.models import DatasetFile, DatasetVersion
 from annotation.models import (
+    ProblemReport,
     Project,
     ProjectMember,
     Slot,
@@ -64,6 +65,7 @@ def build_world() -> PermissionWorld:
         version=version, judge=JUDGE, file=predictions_upload(), by=lead
     )
     run = JudgeRun.objects.filter(version=version).first()
+    report = ProblemReport.objects.create(sample=samples[1], reporter=annotator, kind="other")
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
     runner_job = job_create(
@@ -103,6 +105,10 @@ def build_world() -> PermissionWorld:
         "score_job": score_job.pk,
         "runner_job": runner_job.pk,
         "config_id": judge_config.pk,
+        "report_id": report.pk,
+        "user_id": annotator.pk,
+        "uidb64": "MQ",
+        "token": "made-up-token",
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

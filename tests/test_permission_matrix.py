@@ -95,6 +95,10 @@ MATRIX: dict[str, Entry] = {
     "guidelines": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "project-settings": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "criterion-edit": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
+    # Empty posts: the form's errors, back to the settings page.
+    "criterion-add": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    "criterion-move": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    "criterion-remove": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     # The job page is the lead's or its creator's (here the lead created it).
     "job-status": Entry(get=LEAD_PAGE, post=LEAD_ACTION_POST),
     "job-cancel": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
@@ -106,6 +110,13 @@ MATRIX: dict[str, Entry] = {
     "member-add": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "member-remove": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "slot-reassign": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
+    "project-new": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 200)),
+    # Empty: the form's errors, back to the members page.
+    "member-invite": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    # The world's member has a password: refused with a message, back to the members page.
+    "member-invite-again": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 302)),
+    # A made-up token: the page says the link no longer works, whoever opens it.
+    "invite-accept": Entry(get=web(200, 200, 200, 200, 200), post=web(200, 200, 200, 200, 200)),
     # --- annotation: labeling (annotators of the project only) --------------------------
     "label": Entry(
         get=web(LOGIN, 200, 403, 403, 403),
@@ -128,6 +139,8 @@ MATRIX: dict[str, Entry] = {
         post=web(LOGIN, SKIP, 403, 403, 403),
         post_data={"sample_id": "{sample_id}", "kind": "other"},
     ),
+    "reports": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "report-close": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "calibration": Entry(get=MEMBER_PAGE, post=web(LOGIN, 405, 405, 405, 405)),
     "calibration-mark": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "calibration-round": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
@@ -140,6 +153,9 @@ MATRIX: dict[str, Entry] = {
     "review-item": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
     "review-decide": Entry(get=web(405, 405, 405, 405, 405), post=LEAD_ACTION_POST),
     "review-mark": Entry(get=web(405, 405, 405, 405, 405), post=LEAD_ACTION_POST),
+    "samples": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
+    "sample-detail": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
+    "annotator-votes": Entry(get=LEAD_PAGE, post=web(405, 405, 405, 405, 405)),
     "versions": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "version-build": Entry(get=LEAD_ACTION_GET, post=LEAD_ACTION_POST),
     "version-detail": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),

@@ -53,8 +53,13 @@ def manifest_build(
     agreement: dict[str, Any],
     files: list[dict[str, Any]],
     columns: list[str],
+    criteria_history: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the manifest; ``files`` are ``{"name", "kind", "size", "sha256"}`` entries."""
+    """Assemble the manifest; ``files`` are ``{"name", "kind", "size", "sha256"}`` entries.
+
+    ``criteria_history`` lists every change to the project's criteria up to the build (added,
+    removed, restored, edited, reordered: who, when, what, and the votes that existed then).
+    """
     entries = [{**f, "reproducible": True} for f in sorted(files, key=lambda f: f["kind"])]
     return {
         "format": FORMAT,
@@ -67,6 +72,7 @@ def manifest_build(
         "columns": columns,
         "counts": counts,
         "agreement": agreement,
+        "criteria_history": criteria_history or [],
         "files": entries,
         "data_sha256": data_sha256(entries),
         "reproducibility": (

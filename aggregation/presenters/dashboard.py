@@ -6,6 +6,7 @@ them into what the template shows, without touching the database.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +16,10 @@ from aggregation.selectors.dashboard import STATISTICS, Dashboard
 from core.text import counted
 
 from .. import charts
+
+# A statistic on fewer (sample, criterion) items than this is shown greyed with its count, not
+# coloured as a reading: on a handful of items κ swings from chance to perfect by luck.
+FEW_ITEMS = 10
 
 SERIES_COLORS = {"κ (Cohen)": "#1f5fbf", "Fleiss' κ": "#2a9d8f", "α (Krippendorff)": "#e09f3e"}
 SERIES_NAMES = {"cohen": "κ (Cohen)", "fleiss": "Fleiss' κ", "alpha": "α (Krippendorff)"}
@@ -27,8 +32,13 @@ OUTCOME_COLORS = {
 }
 
 
-def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, Any]:
-    """A statistic object of AgreementSnapshot.figures as text plus hover text; n/a stays n/a."""
+def stat_display(
+    stat: dict[str, Any] | None, *, digits: int = 2, items: int | None = None
+) -> dict[str, Any]:
+    """A statistic object of AgreementSnapshot.figures as text plus hover text; n/a stays n/a.
+
+    ``few`` marks a value on fewer than FEW_ITEMS items (its own count, else ``items``).
+    """
     if not stat:
         return {
             "text": "n/a",
@@ -59,18 +69,24 @@ def stat_display(stat: dict[str, Any] | None, *, digits: int = 2) -> dict[str, A
         bits.append(counted(stat["items"], "item"))
     if stat.get("items_excluded"):
         bits.append(f"{counted(stat['items_excluded'], 'item')} left out")
+    n = stat.get("items", items)
+    few = n is not None and n < FEW_ITEMS
+    if few:
+        bits.insert(0, f"only {counted(n, 'item')}: too few to read")
     return {
         "text": f"{value:.{digits}f}",
         "title": " · ".join(bits),
         "value": value,
         "ci": ci if ci and None not in ci else None,
         "undefined": False,
+        "few": few,
+        "n": n,
     }
 
 
-def _stats(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _stats(raw: dict[str, Any], items: int | None = None) -> dict[str, dict[str, Any]]:
     """Each statistic of STATISTICS as :func:`stat_display` shows it."""
-    return {name: stat_display(raw.get(name)) for name, _ in STATISTICS}
+    return {name: stat_display(raw.get(name), items=items) for name, _ in STATISTICS}
 
 
 def matrix_cell(name: str, other: str, value: float | None, shared: int | None) -> dict[str, Any]:
@@ -82,11 +98,14 @@ def matrix_cell(name: str, other: str, value: float | None, shared: int | None) 
             "undefined": True,
             "shared": shared,
         }
+    few = shared is not None and shared < FEW_ITEMS
     return {
         "text": f"{value:.2f}",
-        "title": f"{name} × {other}: {shared} shared items",
+        "title": f"{name} × {other}: {shared} shared item{'' if shared == 1 else 's'}"
+        + (", too few to read" if few else ""),
         "undefined": False,
         "shared": shared,
+        "few": few,
     }
 
 
@@ -114,8 +133,10 @@ def agreement_row_present(row: dict[str, Any]) -> dict[str, Any]:
     """An agreement row of the selector with its statistics as text and the κ matrix."""
     return {
         **row,
-        "overall": _stats(row["raw_overall"]),
-        "per_criterion": [{**c, "stats": _stats(c["raw"])} for c in row["per_criterion"]],
+        "overall": _stats(row["raw_overall"], row.get("items")),
+        "per_criterion": [
+            {**c, "stats": _stats(c["raw"], c.get("items"))} for c in row["per_criterion"]
+        ],
         "matrix": pairwise_matrix(row["pairwise"]),
     }
 
@@ -125,7 +146,8 @@ def annotator_present(annotator: dict[str, Any]) -> dict[str, Any]:
     return {
         **annotator,
         "agreement": [
-            {**ag, "stat": stat_display(ag["cohen_vs_others"])} for ag in annotator["agreement"]
+            {**ag, "stat": stat_display(ag["cohen_vs_others"], items=ag.get("items"))}
+            for ag in annotator["agreement"]
         ],
     }
 
@@ -139,7 +161,19 @@ def dashboard_present(figures: Dashboard) -> Dashboard:
     )
 
 
-def _bar(stat: dict[str, Any] | None, series: str) -> charts.Bar:
+# Phones get a narrower drawing of each chart (same numbers), so that its text stays readable
+# instead of shrinking to a third; the stylesheet shows one or the other.
+NARROW = 380
+
+
+def both_widths(draw: Callable[[bool], str]) -> SafeString:
+    """The desktop and the phone drawing of one chart, ``draw(narrow)`` each."""
+    return mark_safe(
+        f'<div class="chart-wide">{draw(False)}</div><div class="chart-narrow">{draw(True)}</div>'
+    )
+
+
+def _bar(stat: dict[str, Any] | None, series: str, items: int | None = None) -> charts.Bar:
     """One bar of the agreement chart: the value, its interval and the note under it."""
     stat = stat or {}
     value = stat.get("value")
@@ -148,7 +182,11 @@ def _bar(stat: dict[str, Any] | None, series: str) -> charts.Bar:
         note = stat.get("undefined_reason") or "not computed yet"
     else:
         note = f"95% CI {ci[0]:.2f} to {ci[1]:.2f}" if ci and None not in ci else "no CI"
-    return charts.Bar(series=series, value=value, ci=ci, note=note)
+    n = stat.get("items", items)
+    few = value is not None and n is not None and n < FEW_ITEMS
+    if few:
+        note = f"only {n} item{'' if n == 1 else 's'}, too few to read; {note}"
+    return charts.Bar(series=series, value=value, ci=ci, note=note, few=few)
 
 
 def _agreement_chart(row: dict[str, Any]) -> SafeString:
@@ -156,17 +194,25 @@ def _agreement_chart(row: dict[str, Any]) -> SafeString:
     groups = [
         charts.BarGroup(
             label="All criteria",
-            bars=[_bar(row["raw_overall"][k], SERIES_NAMES[k]) for k, _ in STATISTICS],
+            bars=[
+                _bar(row["raw_overall"][k], SERIES_NAMES[k], row.get("items"))
+                for k, _ in STATISTICS
+            ],
         )
     ] + [
         charts.BarGroup(
-            label=c["name"], bars=[_bar(c["raw"][k], SERIES_NAMES[k]) for k, _ in STATISTICS]
+            label=c["name"],
+            bars=[_bar(c["raw"][k], SERIES_NAMES[k], c.get("items")) for k, _ in STATISTICS],
         )
         for c in row["per_criterion"]
     ]
-    return mark_safe(
-        charts.ci_bars_svg(
-            groups, title=f"Agreement per criterion, {row['label']}", colors=SERIES_COLORS
+    return both_widths(
+        lambda narrow: charts.ci_bars_svg(
+            groups,
+            title=f"Agreement per criterion, {row['label']}",
+            colors=SERIES_COLORS,
+            width=NARROW if narrow else 640,
+            label_width=120 if narrow else None,
         )
     )
 
@@ -174,22 +220,25 @@ def _agreement_chart(row: dict[str, Any]) -> SafeString:
 def _heat_map(row: dict[str, Any]) -> SafeString:
     """The pairwise Cohen's κ of one split as a heat map."""
     pairwise = row["pairwise"]
-    return mark_safe(
-        charts.heat_map_svg(
+    return both_widths(
+        lambda narrow: charts.heat_map_svg(
             charts.HeatMap(
                 labels=pairwise["annotators"],
                 values=pairwise["kappa"],
                 overlap=pairwise["overlap"],
             ),
             title=f"Cohen's κ per annotator pair, {row['label']}",
+            few_below=FEW_ITEMS,
+            cell=30 if narrow else 40,
+            label_width=70 if narrow else 110,
         )
     )
 
 
 def _outcomes_chart(results: list[dict[str, Any]]) -> SafeString:
     """The labels kept and dropped, by reason, one row per split."""
-    return mark_safe(
-        charts.stacked_bars_svg(
+    return both_widths(
+        lambda narrow: charts.stacked_bars_svg(
             [
                 charts.StackRow(
                     label=r["label"],
@@ -201,14 +250,16 @@ def _outcomes_chart(results: list[dict[str, Any]]) -> SafeString:
                 for r in results
             ],
             title="Labels kept and dropped, by reason",
+            width=NARROW if narrow else 640,
+            label_width=90 if narrow else None,
         )
     )
 
 
 def _balance_chart(result: dict[str, Any]) -> SafeString:
     """The kept labels preferring A vs B, per criterion of one split."""
-    return mark_safe(
-        charts.stacked_bars_svg(
+    return both_widths(
+        lambda narrow: charts.stacked_bars_svg(
             [
                 charts.StackRow(
                     label=b["criterion"].name,
@@ -221,7 +272,8 @@ def _balance_chart(result: dict[str, Any]) -> SafeString:
                 for b in result["balance"]
             ],
             title=f"Kept labels preferring A vs B, {result['label']}",
-            width=560,
+            width=NARROW if narrow else 560,
+            label_width=120 if narrow else None,
         )
     )
 

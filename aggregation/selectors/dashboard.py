@@ -35,6 +35,7 @@ from annotation.models import (
 )
 
 from ..models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
+from .activity import Throughput, throughput, votes_since
 
 STATISTICS = (
     ("cohen", "Cohen's κ (mean pairwise)"),
@@ -135,6 +136,10 @@ class Dashboard:
     agreement: list[dict[str, Any]]
     tie_cap: float
     computed_at: datetime | None
+    # The oldest snapshot's time: votes cast or revised after it are not in every figure yet.
+    oldest_computed_at: datetime | None = None
+    stale_votes: int = 0
+    throughput: Throughput | None = None
 
 
 _VOTE_COUNTS = ("done", "ties", "today")
@@ -357,6 +362,7 @@ def _annotator_agreement(
                 "label": label,
                 "cohen_vs_others": (per or {}).get("cohen_vs_others")
                 or {"value": None, "undefined_reason": "no shared items in this split"},
+                "items": (per or {}).get("items"),
             }
         )
     return agreement
@@ -421,12 +427,13 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     annotators = annotator_figures(project, per_annotator, n_crit, snapshots)
     results = label_results(project, criteria)
     agreement_rows = []
-    computed_at = None
+    computed_at = oldest = None
     for value, label in Split.choices:
         snap = snapshots.get(value)
         if snap is None:
             continue
         computed_at = max(computed_at, snap.computed_at) if computed_at else snap.computed_at
+        oldest = min(oldest, snap.computed_at) if oldest else snap.computed_at
         agreement_rows.append(agreement_row(value, label, snap.figures, criteria))
     return Dashboard(
         splits=splits,
@@ -436,6 +443,9 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         agreement=agreement_rows,
         tie_cap=float(project.tie_cap),
         computed_at=computed_at,
+        oldest_computed_at=oldest,
+        stale_votes=votes_since(project=project, since=oldest) if oldest else 0,
+        throughput=throughput(project=project),
     )
 
 
@@ -563,7 +573,7 @@ def agreement_row(
             "pairs_skipped": cohen.get("pairs_skipped"),
             "min_overlap": cohen.get("min_overlap"),
             "smallest_overlap": cohen.get("smallest_overlap"),
-            "weighting": cohen.get("weighting"),
+            "weighted_value": cohen.get("weighted_value"),
         },
         "per_criterion": rows,
         "pairwise": {

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from annotation.models import Project
 from annotation.pseudonyms import Pseudonyms
+from annotation.services.criteria import criteria_history
 from core.db import JsonText, insert_rows
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
@@ -246,6 +247,7 @@ def _manifest(
         agreement={} if published else _agreement(project, result.pseudonyms),
         files=files,
         columns=columns,
+        criteria_history=criteria_history(project=project),
     )
     if provenance is not None:
         manifest["labels"] = provenance

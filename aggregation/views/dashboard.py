@@ -8,9 +8,11 @@ from django.urls import reverse
 
 from aggregation.selectors.dashboard import STATISTICS, dashboard_figures
 from annotation.selectors.projects import project_get
+from annotation.selectors.reports import reports_open_count
 from core.models import Job
 from core.permissions import lead_required
 
+from ..presenters.activity import dashboard_alerts, throughput_present
 from ..presenters.dashboard import (
     OUTCOME_COLORS,
     SERIES_NAMES,
@@ -27,6 +29,8 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     jobs = Job.objects.filter(project=project)
     last_job = jobs.filter(kind=Job.Kind.AGGREGATE).first()
     context = {
+        "alerts": dashboard_alerts(figures.annotators, figures.agreement, cap=project.tie_cap),
+        "throughput": throughput_present(figures.throughput),
         "project": project,
         "figures": figures,
         "charts": dashboard_charts(figures),
@@ -38,5 +42,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "version_build_url": reverse("version-build", args=[slug]),
         "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
         "versions_url": reverse("versions", args=[slug]),
+        "reports_open": reports_open_count(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)

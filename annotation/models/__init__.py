@@ -5,6 +5,7 @@ from .choices import (
     Split,
     WorkOrder,
 )
+from .criteria_history import CriterionChange
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
 from .skip import Skip
@@ -13,6 +14,7 @@ from .work import ProblemReport, Slot, Vote, VoteRevision
 __all__ = [
     "Choice",
     "Criterion",
+    "CriterionChange",
     "PairType",
     "ProblemReport",
     "Project",

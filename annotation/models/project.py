@@ -69,15 +69,33 @@ class Project(models.Model):
         return self.name
 
 
+class LiveCriteria(models.Manager):
+    """The criteria in use: a removed criterion keeps its row (its votes point at it)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(removed_at__isnull=True)
+
+
 class Criterion(models.Model):
+    """One evaluation criterion of a split.
+
+    Removing a criterion sets ``removed_at``: it leaves ``objects`` (labeling, aggregation,
+    exports) while its votes and its history stay; ``all_objects`` still sees it.
+    """
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="criteria")
     split = models.CharField(max_length=20, choices=Split.choices)
     key = models.SlugField(max_length=60)
     name = models.CharField(max_length=120)
     description = models.TextField(help_text="Markdown: what to reward and what to penalize.")
     order = models.PositiveSmallIntegerField(default=0)
+    removed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LiveCriteria()
+    all_objects = models.Manager()  # noqa: DJ012 (a manager, taken for a field)
 
     class Meta:
+        base_manager_name = "all_objects"
         ordering = ["project", "split", "order", "key"]
         constraints = [
             models.UniqueConstraint(

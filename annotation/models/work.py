@@ -116,7 +116,16 @@ class VoteRevision(models.Model):
 
 
 class ProblemReport(models.Model):
-    """An annotator's "report a problem" on a sample; takes it out of their queue."""
+    """An annotator's "report a problem" on a sample; takes it out of their queue.
+
+    The lead closes it with an ``outcome`` (who and when in ``resolved_by`` / ``resolved_at``,
+    their note in ``resolution``); ``reassigned_to`` names who got the sample on a reassign.
+    """
+
+    class Outcome(models.TextChoices):
+        RESOLVED = "resolved", "Resolved: back in the queue"
+        REASSIGNED = "reassigned", "Reassigned to another annotator"
+        DISCARDED = "discarded", "Discarded: the sample was retired"
 
     class Kind(models.TextChoices):
         BROKEN_IMAGE = "broken_image", "Broken or missing image"
@@ -136,6 +145,10 @@ class ProblemReport(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     resolution = models.TextField(blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
+    reassigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -7,8 +7,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Criterion, Project, Slot
+from ..models import Criterion, CriterionChange, Project, Slot
 from .assignment import slots_ensure
+from .criteria import change_record, criterion_votes
 
 EDITABLE_SETTINGS = (
     "name",
@@ -68,8 +69,23 @@ def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Pro
 @transaction.atomic
 def criterion_update(*, criterion: Criterion, by: Any, name: str, description: str) -> Criterion:
     """Edit the name and Markdown description annotators see for a criterion."""
+    # Read what is stored: a ModelForm has already written the new values on ``criterion``.
+    stored = Criterion.all_objects.get(pk=criterion.pk)
+    before = {"name": stored.name, "description": stored.description}
     criterion.name = name.strip()
     criterion.description = description.strip()
     criterion.full_clean()
     criterion.save(update_fields=["name", "description"])
+    after = {"name": criterion.name, "description": criterion.description}
+    if after != before:
+        change_record(
+            criterion=criterion,
+            action=CriterionChange.Action.EDITED,
+            by=by,
+            details={
+                "before": {k: v for k, v in before.items() if after[k] != v},
+                "after": {k: v for k, v in after.items() if before[k] != v},
+            },
+            votes=criterion_votes(criterion=criterion),
+        )
     return criterion

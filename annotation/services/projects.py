@@ -40,7 +40,8 @@ def project_get_or_create(*, slug: str, name: str | None = None) -> tuple[Projec
 
 def criteria_ensure_defaults(*, project: Project) -> int:
     """Add any default criterion the project lacks; existing ones are left as edited."""
-    existing = set(Criterion.objects.filter(project=project).values_list("split", "key"))
+    # Removed criteria count as present: a default the lead removed stays removed.
+    existing = set(Criterion.all_objects.filter(project=project).values_list("split", "key"))
     order_by_split: dict[str, int] = {}
     created = []
     for spec in DEFAULT_CRITERIA:

@@ -10,8 +10,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import lead_required
 
+from ..forms_criteria import CriterionAddForm
 from ..models import Criterion, Project
 from ..selectors import projects as selectors
+from ..selectors.criteria import criteria_changes, criteria_with_votes
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
     criterion_update,
@@ -58,11 +60,18 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, "Settings saved.")
             return redirect("project-settings", slug=project.slug)
-    criteria = Criterion.objects.filter(project=project).order_by("split", "order", "key")
+    criteria = list(criteria_with_votes(project=project))
     return render(
         request,
         "annotation/project_settings.html",
-        {"project": project, "form": form, "criteria": criteria},
+        {
+            "project": project,
+            "form": form,
+            "criteria": criteria,
+            "n_votes": sum(c.n_votes for c in criteria),
+            "add_form": CriterionAddForm(auto_id="add_%s"),
+            "changes": criteria_changes(project=project),
+        },
     )
 
 

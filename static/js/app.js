@@ -51,8 +51,11 @@ document.addEventListener("htmx:load", function (event) {
   applyDataStyles(event.detail.elt.parentNode || event.detail.elt);
 });
 
-// A form with data-confirm asks before it is sent (instead of an inline onsubmit handler).
+// A form (or the button that sends it) with data-confirm asks before it is sent (instead of an
+// inline onsubmit handler).
 document.addEventListener("submit", function (event) {
-  const message = event.target.dataset && event.target.dataset.confirm;
+  const button = event.submitter;
+  const message = (button && button.dataset && button.dataset.confirm) ||
+    (event.target.dataset && event.target.dataset.confirm);
   if (message && !window.confirm(message)) event.preventDefault();
 });

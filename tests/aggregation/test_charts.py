@@ -9,10 +9,12 @@ from aggregation.charts import (
     BarGroup,
     HeatMap,
     Segment,
+    Series,
     StackRow,
     ci_bars_svg,
     heat_color,
     heat_map_svg,
+    lines_svg,
     stacked_bars_svg,
 )
 
@@ -121,3 +123,44 @@ def test_empty_charts_say_so():
     assert "no data yet" in ci_bars_svg([], title="t", colors={})
     assert "no data yet" in stacked_bars_svg([], title="t")
     assert "no pairs yet" in heat_map_svg(HeatMap([], []), title="t")
+
+
+def test_heat_map_greys_values_on_too_few_shared_items():
+    svg = heat_map_svg(
+        HeatMap(
+            ["a", "b", "c"],
+            [[None, 0.9, 0.5], [0.9, None, 0.2], [0.5, 0.2, None]],
+            [[30, 4, 25], [4, 30, 25], [25, 25, 30]],
+        ),
+        title="κ",
+        few_below=10,
+    )
+    hover = titles(svg)
+    assert "a × b: κ = 0.900 on only 4 shared items, too few to read" in hover
+    assert "a × c: κ = 0.500, 25 shared items" in hover
+    root = ET.fromstring(svg)
+    grey = [r for r in root.iter(f"{NS}rect") if r.get("fill") == "#f3f4f6"]
+    assert [r.get("width") for r in grey if r.get("width") == "40"] == ["40", "40"]  # a × b
+    assert any(r.get("width") == "14" for r in grey)  # the legend's "few" swatch
+    assert "few" in texts(svg)
+
+
+def test_lines_draw_one_polyline_per_series_with_hover_values():
+    svg = lines_svg(
+        ["Dec 1", "Dec 2", "Dec 3"],
+        [Series("ann1", [0, 12, 7]), Series(HOSTILE, [3, 0, 0])],
+        title="Votes per day",
+        unit=" votes",
+    )
+    root = ET.fromstring(svg)
+    assert len(list(root.iter(f"{NS}polyline"))) == 2
+    hover = titles(svg)
+    assert "ann1 · Dec 2: 12 votes" in hover and f"{HOSTILE} · Dec 1: 3 votes" in hover
+    assert "<script>" not in svg
+    labels = texts(svg)
+    assert "Dec 3" in labels and "15" in labels  # the newest day and a grid value up to 12
+
+
+def test_lines_without_series_say_so():
+    svg = lines_svg(["Dec 1", "Dec 2"], [], title="Votes per day")
+    assert "no votes in this period" in texts(svg)

@@ -105,6 +105,7 @@ def test_a_malformed_back_link_goes_to_the_latest_vote(client, project, ids):
         ({"sample_id": "x"}, "sample_id"),
         ({}, "sample_id"),
         ({"kind": "nonsense"}, "kind"),
+        ({"kind": ""}, "kind"),
         ({"note": "n" * (NOTE_MAX_CHARS + 1)}, "note"),
     ],
 )
@@ -121,8 +122,18 @@ def test_a_bad_problem_report_is_refused_naming_the_field(client, project, ids, 
 def test_a_problem_report_with_the_longest_note_is_kept(client, project, ids):
     note = "n" * NOTE_MAX_CHARS
     response = client.post(
-        reverse("report-problem", args=[project.slug]), {"sample_id": ids[0], "note": note}
+        reverse("report-problem", args=[project.slug]),
+        {"sample_id": ids[0], "kind": "unreadable", "note": note},
     )
     assert response.status_code == 302
     report = ProblemReport.objects.get()
-    assert (report.kind, report.note) == (ProblemReport.Kind.OTHER, note)
+    assert (report.kind, report.note) == (ProblemReport.Kind.UNREADABLE, note)
+
+
+def test_a_problem_report_without_a_kind_says_to_choose_one(client, project, ids):
+    response = client.post(
+        reverse("report-problem", args=[project.slug]), {"sample_id": ids[0], "note": "x"}, **HTMX
+    )
+    assert response.status_code == 400
+    assert response["X-Refusal-Message"] == "kind: Choose what is wrong with the sample."
+    assert not ProblemReport.objects.exists()

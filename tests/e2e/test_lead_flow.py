@@ -114,6 +114,7 @@ def test_lead_aggregates_reviews_builds_and_scores(study, new_page, celery_worke
     page.wait_for_url("**/projects/charts/dashboard/")
     assert page.locator("text=No aggregation has run yet.").is_visible()
     assert CriterionLabel.objects.filter(sample__project=project).count() == 0
+    page.evaluate("window.samePage = true")
     page.get_by_role("button", name="Aggregate all", exact=True).click()
     card = page.locator("#aggregate-job .job")
     card.wait_for()
@@ -128,11 +129,11 @@ def test_lead_aggregates_reviews_builds_and_scores(study, new_page, celery_worke
             KEPT[split],
             DROPPED[split],
         )
-    # The figures are drawn with the page: reload through the card's link.
-    page.get_by_role("link", name="Reload the figures").click()
-    page.wait_for_load_state()
+    # The figures redraw themselves when the job ends: no reload.
     results = page.locator("section[aria-labelledby=h-results]")
     kept_row = results.locator("tr", has_text="Kept / dropped labels")
+    kept_row.wait_for(timeout=10_000)
+    assert page.evaluate("window.samePage === true")  # the page was not reloaded
     assert kept_row.locator("td").all_inner_texts() == ["5 / 7", "3 / 1"]
     samples_row = results.locator("tr", has_text="Samples kept / dropped")
     assert samples_row.locator("td").all_inner_texts() == ["3 / 1", "2 / 0"]

@@ -1,0 +1,124 @@
+"""The annotators' activity over time: votes per day, votes since the figures, one's votes.
+
+Each function is one grouped query whatever the number of votes; the per-annotator vote list
+pages by id (newest first) so that an annotator with 50,000 votes opens as fast as one with 5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from annotation.models import Choice, Project, SampleStatus, Vote
+
+THROUGHPUT_DAYS = 14
+VOTES_PAGE = 50
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Formal votes per day (oldest first) of each annotator who voted in the window."""
+
+    days: list[date]
+    series: dict[str, list[int]]  # username -> one count per day
+    user_ids: dict[str, int]
+
+    @property
+    def totals(self) -> list[int]:
+        return [sum(col) for col in zip(*self.series.values(), strict=True)] or [0] * len(self.days)
+
+
+def _formal(project: Project) -> QuerySet[Vote]:
+    return Vote.objects.filter(
+        sample__project=project,
+        sample__is_seed=False,
+        sample__status=SampleStatus.ACTIVE,
+        round=Vote.FORMAL_ROUND,
+    )
+
+
+def throughput(*, project: Project, days: int = THROUGHPUT_DAYS) -> Throughput:
+    """Votes cast per day per annotator over the last ``days`` days (today included).
+
+    A day is a calendar day in the server's time zone (``TIME_ZONE``); a revised vote counts on
+    the day it was first cast.
+    """
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    start = timezone.make_aware(datetime.combine(first, time.min))
+    rows = (
+        _formal(project)
+        .filter(created_at__gte=start)
+        .annotate(day=TruncDate("created_at", tzinfo=timezone.get_current_timezone()))
+        .values("annotator_id", "annotator__username", "day")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {d: i for i, d in enumerate(day_list)}
+    series: dict[str, list[int]] = {}
+    user_ids: dict[str, int] = {}
+    for row in rows:
+        name = row["annotator__username"]
+        user_ids[name] = row["annotator_id"]
+        counts = series.setdefault(name, [0] * days)
+        if row["day"] in index:
+            counts[index[row["day"]]] += row["n"]
+    ordered = dict(sorted(series.items()))
+    return Throughput(days=day_list, series=ordered, user_ids=user_ids)
+
+
+def votes_since(*, project: Project, since: datetime | None) -> int:
+    """Formal votes cast or revised after ``since`` (all of them when there is no ``since``)."""
+    votes = _formal(project)
+    if since is not None:
+        votes = votes.filter(updated_at__gt=since)
+    return votes.count()
+
+
+def annotator_votes_page(
+    *, project: Project, annotator_id: int, day: date | None = None, before: int | None = None
+) -> dict[str, Any]:
+    """One page of an annotator's votes in the project, newest first, calibration included.
+
+    ``day`` keeps the votes first cast that day; ``before`` pages on (votes with a smaller id).
+    """
+    votes = Vote.objects.filter(sample__project=project, annotator_id=annotator_id)
+    if day is not None:
+        start = timezone.make_aware(datetime.combine(day, time.min))
+        votes = votes.filter(created_at__gte=start, created_at__lt=start + timedelta(days=1))
+    counts = votes.aggregate(
+        total=Count("id"),
+        ties=Count("id", filter=Q(choice=Choice.TIE)),
+    )
+    page = votes.order_by("-id")
+    if before is not None:
+        page = page.filter(id__lt=before)
+    rows = list(
+        page.select_related("sample", "criterion").only(
+            "id",
+            "choice",
+            "rationale",
+            "seconds",
+            "round",
+            "created_at",
+            "updated_at",
+            "sample__id",
+            "sample__external_id",
+            "sample__split",
+            "criterion__name",
+        )[: VOTES_PAGE + 1]
+    )
+    more = len(rows) > VOTES_PAGE
+    rows = rows[:VOTES_PAGE]
+    return {
+        "votes": rows,
+        "total": counts["total"],
+        "ties": counts["ties"],
+        "next_before": rows[-1].pk if more and rows else None,
+    }
