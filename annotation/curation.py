@@ -3,8 +3,8 @@
 Pure NumPy, no Django, and the one home of these rules: ``import_samples --filter`` collects one
 row of features per candidate and asks :func:`curate` which to keep; the curation app
 (``curation/filters.py``) applies the same rules to the pairs it builds from raw generations and
-records each decision with its figures. The filters run in the protocol's order and each reports how many
-pairs it removed from what the previous ones left.
+records each decision with its figures. The filters run in the protocol's order and each reports
+how many pairs it removed from what the previous ones left.
 
 - ``length``: drop when ``len(a) / len(b)`` is outside ``[0.7, 1.4]`` ("pick the longer one"
   must not be a shortcut);

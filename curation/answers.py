@@ -27,9 +27,7 @@ REL_TOL = 1e-3
 ABS_TOL = 1e-9
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER = re.compile(
-    r"answer\s*(?:is\s*:?|:|=)\s*(.+)", re.IGNORECASE
-)
+_ANSWER = re.compile(r"answer\s*(?:is\s*:?|:|=)\s*(.+)", re.IGNORECASE)
 _CHOICE = re.compile(
     r"^\s*(?:option|choice)?\s*[\(\[]?\s*([A-Ha-h])\s*[\)\]\.:]?\s*(?:$|[\)\.:]|\s)", re.IGNORECASE
 )
@@ -40,7 +38,7 @@ _FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)\s*(\d)")
 _SQRT = re.compile(r"\\sqrt\s*\{([^{}]*)\}")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+)")
 _TEXT_CMD = re.compile(r"\\(?:text|mathrm|mbox|textbf|mathbf|operatorname)\s*\{([^{}]*)\}")
-_UNIT_WORD = re.compile(r"(?<![A-Za-z])(?!pi\b|sqrt\b)[A-Za-zµ]+(?:\^?\d)?")
+_UNIT_WORD = re.compile(r"(?<![A-Za-z])(?!pi\b|sqrt\b)[A-Za-zµ]+(?:\s*\^\s*\{?\d+\}?)?")
 _IMPLICIT = re.compile(r"(\d|\))\s*(?=pi\b|sqrt\b|\()")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?")
 
@@ -165,8 +163,8 @@ def number_value(text: str) -> float | None:
         s = _SQRT.sub(r"sqrt(\1)", s)
     s = _FRAC_SHORT.sub(r"((\1)/(\2))", s)
     s = _SQRT_SHORT.sub(r"sqrt(\1)", s)
-    s = s.replace("\\sqrt", "sqrt").replace("{", "(").replace("}", ")").replace("^", "**")
-    s = _UNIT_WORD.sub(" ", s).strip()
+    s = _UNIT_WORD.sub(" ", s.replace("\\sqrt", "sqrt")).strip()
+    s = s.replace("{", "(").replace("}", ")").replace("^", "**")
     s = _IMPLICIT.sub(r"\1*", s)
     s = re.sub(r"\s+", "", s)
     if not s or not re.search(r"\d|pi", s):

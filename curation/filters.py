@@ -69,14 +69,19 @@ def length_filter(
     passed = length_keep(len_a, len_b)
     ratios = length_ratio(len_a, len_b)
     reasons, figures = [], []
-    for ok, ratio, a, b in zip(passed.tolist(), ratios.tolist(), len_a.tolist(), len_b.tolist(),
-                               strict=True):
+    for ok, ratio, a, b in zip(
+        passed.tolist(), ratios.tolist(), len_a.tolist(), len_b.tolist(), strict=True
+    ):
         shown = "undefined" if not np.isfinite(ratio) else f"{ratio:.3f}"
         where = "within" if ok else "outside"
         reasons.append(f"length ratio {shown} ({a} / {b} {unit}) {where} {_bounds()}")
         figures.append(
-            {"len_a": a, "len_b": b, "unit": unit,
-             "ratio": round(ratio, 6) if np.isfinite(ratio) else None}
+            {
+                "len_a": a,
+                "len_b": b,
+                "unit": unit,
+                "ratio": round(ratio, 6) if np.isfinite(ratio) else None,
+            }
         )
     return Decisions("length", passed, reasons, figures)
 
@@ -112,14 +117,21 @@ def correctness_filter(
             detail += f": A {shown_a!s:.40}, B {shown_b!s:.40}, reference {reference[i]!s:.40}"
         reasons.append(text + detail + ")")
         figures.append(
-            {"correct_a": a, "correct_b": b, "answer_a": answers_a[i], "answer_b": answers_b[i],
-             "reference": reference[i], "by": by[i]}
+            {
+                "correct_a": a,
+                "correct_b": b,
+                "answer_a": answers_a[i],
+                "answer_b": answers_b[i],
+                "reference": reference[i],
+                "by": by[i],
+            }
         )
     return Decisions("correctness", passed, reasons, figures)
 
 
-def ensemble_filter(verdicts: Sequence[Sequence[str]], *, by: str = "verdicts in the file"
-                    ) -> Decisions:
+def ensemble_filter(
+    verdicts: Sequence[Sequence[str]], *, by: str = "verdicts in the file"
+) -> Decisions:
     """Drop pairs on which every judge gives the same overall preference."""
     normal = [[PREFERENCE_NAMES.get(v, v) for v in row] for row in verdicts]
     width = max((len(row) for row in normal), default=0)
@@ -148,8 +160,13 @@ def funnel(
     for group, removed in zip(groups, removed_by, strict=True):
         row = rows.setdefault(
             group,
-            {"split": group[0], "source": group[1], "in": 0,
-             "removed": dict.fromkeys(names, 0), "out": 0},
+            {
+                "split": group[0],
+                "source": group[1],
+                "in": 0,
+                "removed": dict.fromkeys(names, 0),
+                "out": 0,
+            },
         )
         row["in"] += 1
         if removed:

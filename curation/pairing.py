@@ -62,9 +62,7 @@ def _oriented(rng: np.random.Generator, first: Response, second: Response) -> tu
     return (second, first) if rng.random() < 0.5 else (first, second)
 
 
-def cross_model_pairs(
-    prompts: Sequence[Prompt], *, pairs_per_prompt: int, seed: int
-) -> list[Pair]:
+def cross_model_pairs(prompts: Sequence[Prompt], *, pairs_per_prompt: int, seed: int) -> list[Pair]:
     """``pairs_per_prompt`` cross-model pairs per prompt, model pairs spread over the file."""
     used: Counter[tuple[str, str]] = Counter()
     pairs: list[Pair] = []

@@ -51,11 +51,13 @@ def curate_task(job_id: int) -> None:
                 result["generations"] = report.as_dict()
             run = curation_run(
                 project=job.project,
-                options=RunOptions(**{
-                    **params["options"],
-                    "filters": tuple(params["options"]["filters"]),
-                    "judges": tuple(params["options"]["judges"]),
-                }),
+                options=RunOptions(
+                    **{
+                        **params["options"],
+                        "filters": tuple(params["options"]["filters"]),
+                        "judges": tuple(params["options"]["judges"]),
+                    }
+                ),
                 by=job.created_by,
                 progress=progress,
             )

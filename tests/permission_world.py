@@ -66,6 +66,7 @@ def build_world() -> PermissionWorld:
     run = JudgeRun.objects.filter(version=version).first()
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
+    curate_job = job_create(kind=Job.Kind.CURATE, project=p, created_by=lead)
     keys = {
         "tok_lead_read": make_token(lead, scope="read"),
         "tok_lead_pred": make_token(lead, scope="predictions"),
@@ -94,6 +95,7 @@ def build_world() -> PermissionWorld:
         "path": image,
         "import_job": import_job.pk,
         "score_job": score_job.pk,
+        "curate_job": curate_job.pk,
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

@@ -39,15 +39,15 @@ def funnel_text(rows: Sequence[dict[str, Any]]) -> str:
     columns = funnel_columns(rows)
     header = ["split · source", "in", *[f"-{c}" for c in columns], "out"]
     body = [
-        [row_label(r), str(r["in"]), *[str(r["removed"].get(c, 0)) for c in columns],
-         str(r["out"])]
+        [row_label(r), str(r["in"]), *[str(r["removed"].get(c, 0)) for c in columns], str(r["out"])]
         for r in rows
     ]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = []
     for line in [header, *body]:
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in
-                                               zip(line[1:], widths[1:], strict=True)]
+        cells = [line[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
+        ]
         lines.append("  ".join(cells))
     return "\n".join(lines)
 
@@ -59,8 +59,14 @@ def funnel_svg(rows: Sequence[dict[str, Any]]) -> str:
         StackRow(
             label=row_label(r),
             segments=[
-                *[Segment(f"removed: {FILTER_LABELS.get(c, c)}", r["removed"].get(c, 0),
-                          COLORS.get(c, "#64748b")) for c in columns],
+                *[
+                    Segment(
+                        f"removed: {FILTER_LABELS.get(c, c)}",
+                        r["removed"].get(c, 0),
+                        COLORS.get(c, "#64748b"),
+                    )
+                    for c in columns
+                ],
                 Segment("kept", r["out"], COLORS["kept"]),
             ],
             note="no pairs",

@@ -140,7 +140,9 @@ def _responses(data: dict, bad: Callable[[str, str], None]) -> list[dict[str, An
         model = _text(item, "model", lambda n, m, w=where: bad(f"{w}.{n}", m), required=True)
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
-            bad(f"{where}.text", "missing field" if "text" not in item else "must be non-empty text")
+            bad(
+                f"{where}.text", "missing field" if "text" not in item else "must be non-empty text"
+            )
             text = ""
         else:
             problem = text_problem(text, max_chars=FIELD_MAX_CHARS["response_a"])
@@ -148,8 +150,10 @@ def _responses(data: dict, bad: Callable[[str, str], None]) -> list[dict[str, An
                 bad(f"{where}.text", problem)
         sample = item.get("sample", 0)
         if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample <= SAMPLE_MAX:
-            bad(f"{where}.sample", f"must be a whole number from 0 to {SAMPLE_MAX}, "
-                f"got {shown_value(sample)}")
+            bad(
+                f"{where}.sample",
+                f"must be a whole number from 0 to {SAMPLE_MAX}, got {shown_value(sample)}",
+            )
             sample = 0
         correct = item.get("correct")
         if correct is not None and not isinstance(correct, bool):
@@ -157,16 +161,20 @@ def _responses(data: dict, bad: Callable[[str, str], None]) -> list[dict[str, An
             correct = None
         key = (model.strip(), sample)
         if model and key in seen:
-            bad(f"{where}", f"duplicate response: model {key[0]!r} sample {sample} "
-                f"(first at responses[{seen[key]}])")
+            bad(
+                f"{where}",
+                f"duplicate response: model {key[0]!r} sample {sample} "
+                f"(first at responses[{seen[key]}])",
+            )
             continue
         seen[key] = i
         out.append({"model": key[0], "sample": sample, "text": text, "correct": correct})
     return out
 
 
-def _verdicts(data: dict, keys: set[tuple[str, int]], bad: Callable[[str, str], None]
-              ) -> list[dict[str, Any]]:
+def _verdicts(
+    data: dict, keys: set[tuple[str, int]], bad: Callable[[str, str], None]
+) -> list[dict[str, Any]]:
     items = data.get("verdicts")
     if items is None:
         return []
@@ -197,8 +205,9 @@ def _verdicts(data: dict, keys: set[tuple[str, int]], bad: Callable[[str, str], 
             bad(f"{where}.judges", "a list of preferences A, B or tie is needed")
             ok = False
         if ok:
-            out.append({"a": list(a), "b": list(b),
-                        "judges": [PREFERENCE_NAMES[v] for v in judges]})
+            out.append(
+                {"a": list(a), "b": list(b), "judges": [PREFERENCE_NAMES[v] for v in judges]}
+            )
     return out
 
 
@@ -214,8 +223,12 @@ def raw_validate(data: dict[str, Any], *, line: int) -> tuple[RawRecord | None, 
     prompt_id = data.get("prompt_id")
     if isinstance(prompt_id, int) and not isinstance(prompt_id, bool):
         data = {**data, "prompt_id": str(prompt_id)}
-    prompt_id = _text({**data, "external_id": data.get("prompt_id")}, "external_id",
-                      lambda _, m: bad("prompt_id", m), required=True)
+    prompt_id = _text(
+        {**data, "external_id": data.get("prompt_id")},
+        "external_id",
+        lambda _, m: bad("prompt_id", m),
+        required=True,
+    )
     split = data.get("split")
     if isinstance(split, str) and split_key(split):
         split = split_key(split)
@@ -239,12 +252,16 @@ def raw_validate(data: dict[str, Any], *, line: int) -> tuple[RawRecord | None, 
     if split == "reasoning" and not reference.strip():
         unflagged = [i for i, r in enumerate(responses) if r["correct"] is None]
         if unflagged:
-            bad("reference_answer", "needed on the reasoning split to check answers "
-                "(or give every response a correct: true/false flag)")
+            bad(
+                "reference_answer",
+                "needed on the reasoning split to check answers "
+                "(or give every response a correct: true/false flag)",
+            )
     if problems:
         return None, problems
-    return RawRecord(line, prompt_id.strip(), split, source, question, reference, image,
-                     responses, verdicts), []
+    return RawRecord(
+        line, prompt_id.strip(), split, source, question, reference, image, responses, verdicts
+    ), []
 
 
 def _rows(source: ImportSource) -> Iterator[tuple[int, dict | None, list[Problem]]]:
@@ -310,14 +327,24 @@ def generations_import(
             if record is None:
                 continue
             if record.prompt_id in seen:
-                problems.add(Problem(line, "prompt_id", f"duplicate prompt id "
-                                     f"{record.prompt_id!r} (first at {unit} "
-                                     f"{seen[record.prompt_id]})", unit))
+                problems.add(
+                    Problem(
+                        line,
+                        "prompt_id",
+                        f"duplicate prompt id "
+                        f"{record.prompt_id!r} (first at {unit} "
+                        f"{seen[record.prompt_id]})",
+                        unit,
+                    )
+                )
                 continue
             seen[record.prompt_id] = line
             try:
-                raw = record.image.data if record.image.data is not None else (
-                    source.read_image(record.image.path))
+                raw = (
+                    record.image.data
+                    if record.image.data is not None
+                    else (source.read_image(record.image.path))
+                )
                 info = image_inspect(raw)
             except (ImageRefError, ImageRejected) as exc:
                 problems.add(Problem(line, "image", str(exc), unit))
@@ -331,9 +358,16 @@ def generations_import(
             elif update:
                 action = "update"
             else:
-                problems.add(Problem(line, "prompt_id", f"prompt {record.prompt_id!r} is "
-                                     "already stored with different content; import with "
-                                     "update to replace it", unit))
+                problems.add(
+                    Problem(
+                        line,
+                        "prompt_id",
+                        f"prompt {record.prompt_id!r} is "
+                        "already stored with different content; import with "
+                        "update to replace it",
+                        unit,
+                    )
+                )
                 continue
             report.prompts += 1
             report.responses += len(record.responses)
@@ -362,8 +396,11 @@ def _write(project, planned, source, report, created_files, progress) -> None:
             continue
         name = _image_name(project, sha, fmt)
         if not default_storage.exists(name):
-            raw = record.image.data if record.image.data is not None else (
-                source.read_image(record.image.path))
+            raw = (
+                record.image.data
+                if record.image.data is not None
+                else (source.read_image(record.image.path))
+            )
             name = default_storage.save(name, ContentFile(raw))
             created_files.append(name)
         fields = {
@@ -384,8 +421,13 @@ def _write(project, planned, source, report, created_files, progress) -> None:
             report.created += 1
         prompt = RawPrompt.objects.create(project=project, prompt_id=record.prompt_id, **fields)
         responses.extend(
-            RawResponse(prompt=prompt, model=r["model"], sample_index=r["sample"],
-                        text=r["text"], correct=r["correct"])
+            RawResponse(
+                prompt=prompt,
+                model=r["model"],
+                sample_index=r["sample"],
+                text=r["text"],
+                correct=r["correct"],
+            )
             for r in record.responses
         )
         if len(responses) >= 2000:

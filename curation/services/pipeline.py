@@ -82,8 +82,9 @@ def curation_run(
     """
     progress = progress or (lambda *a, **k: None)
     if options.length_unit not in LENGTH_UNITS:
-        raise CurationError(f"unknown length unit {options.length_unit!r}; "
-                            f"choose from {', '.join(LENGTH_UNITS)}")
+        raise CurationError(
+            f"unknown length unit {options.length_unit!r}; choose from {', '.join(LENGTH_UNITS)}"
+        )
     try:
         embed = embedder_get(options.embedding)
     except ValueError as exc:
@@ -219,5 +220,8 @@ def _correctness(
         answers_a=[x[1] for x in a],
         answers_b=[x[1] for x in b],
         reference=[prompts[p.prompt].reference_answer for p in pairs],
-        by=[x[2] if x[2] == y[2] else "flags and answer extractor" for x, y in zip(a, b, strict=True)],
+        by=[
+            x[2] if x[2] == y[2] else "flags and answer extractor"
+            for x, y in zip(a, b, strict=True)
+        ],
     )

@@ -70,9 +70,7 @@ def pairs_promote(
         raise CurationError(
             f"Calibration seeds must be between 0 and the {len(chosen)} promoted pairs."
         )
-    seeds = set(
-        stratified_pick([p.prompt.split for p in chosen], calibration_seeds, seed=seed + 1)
-    )
+    seeds = set(stratified_pick([p.prompt.split for p in chosen], calibration_seeds, seed=seed + 1))
     decisions: dict[int, list[PairDecision]] = {}
     for decision in PairDecision.objects.filter(pair__in=chosen).order_by("pair_id", "order"):
         decisions.setdefault(decision.pair_id, []).append(decision)
@@ -100,9 +98,7 @@ def pairs_promote(
                     "pair_type": pair.kind,
                     "reference_answer": prompt.reference_answer,
                     "is_seed": index in seeds,
-                    "metadata": {
-                        "curation": _provenance(pair, decisions.get(pair.pk, []), seed)
-                    },
+                    "metadata": {"curation": _provenance(pair, decisions.get(pair.pk, []), seed)},
                 }
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
         return samples_import(project=project, path=data, progress=progress)

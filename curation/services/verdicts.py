@@ -79,7 +79,9 @@ def pair_verdicts(
     found = [file_verdicts(request) for request in pairs]
     missing = [request.label for request, v in zip(pairs, found, strict=True) if v is None]
     if missing:
-        shown = "; ".join(missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+        shown = "; ".join(missing[:5]) + (
+            f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
         raise CurationError(
             f"The ensemble filter needs judge verdicts for every pair it checks; "
             f"{len(missing)} pair{'s have' if len(missing) != 1 else ' has'} none in the file "

@@ -31,8 +31,14 @@ def open_prompt(prompt_id: str, *, source: str = "WildVision", **extra: Any) -> 
     }
 
 
-def reasoning_prompt(prompt_id: str, answers: dict[str, str], *, reference: str = "12",
-                     source: str = "MathVista", **extra: Any) -> dict[str, Any]:
+def reasoning_prompt(
+    prompt_id: str,
+    answers: dict[str, str],
+    *,
+    reference: str = "12",
+    source: str = "MathVista",
+    **extra: Any,
+) -> dict[str, Any]:
     """A reasoning prompt; ``answers`` maps each model to the final answer it states."""
     return {
         "prompt_id": prompt_id,
@@ -49,8 +55,7 @@ def reasoning_prompt(prompt_id: str, answers: dict[str, str], *, reference: str 
     }
 
 
-def write_generations(folder: Path, prompts: list[dict[str, Any]], name: str = "gen.jsonl"
-                      ) -> Path:
+def write_generations(folder: Path, prompts: list[dict[str, Any]], name: str = "gen.jsonl") -> Path:
     (folder / "images").mkdir(parents=True, exist_ok=True)
     (folder / "images" / "red.png").write_bytes(png_bytes())
     path = folder / name

@@ -29,23 +29,51 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project slug")
         parser.add_argument("generations", help=".jsonl, .parquet or .zip")
         parser.add_argument("--images", default=None, metavar="DIR", help="images root")
-        parser.add_argument("--update", action="store_true",
-                            help="replace prompts whose content changed since an earlier import")
-        parser.add_argument("--pairs-per-prompt", type=int, default=2, metavar="N",
-                            help="cross-model pairs per prompt (default 2)")
-        parser.add_argument("--same-model", action="store_true",
-                            help="add per model the two samples furthest apart (cosine, TF-IDF)")
-        parser.add_argument("--filters", default=",".join(FILTERS),
-                            help=f"comma-separated, applied in protocol order (default "
-                            f"{','.join(FILTERS)}; 'none' for no filter)")
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="replace prompts whose content changed since an earlier import",
+        )
+        parser.add_argument(
+            "--pairs-per-prompt",
+            type=int,
+            default=2,
+            metavar="N",
+            help="cross-model pairs per prompt (default 2)",
+        )
+        parser.add_argument(
+            "--same-model",
+            action="store_true",
+            help="add per model the two samples furthest apart (cosine, TF-IDF)",
+        )
+        parser.add_argument(
+            "--filters",
+            default=",".join(FILTERS),
+            help=f"comma-separated, applied in protocol order (default "
+            f"{','.join(FILTERS)}; 'none' for no filter)",
+        )
         parser.add_argument("--length-unit", default="words", choices=LENGTH_UNITS)
-        parser.add_argument("--judges", default="", metavar="CONFIG,...",
-                            help="judge configurations for the ensemble filter (needs the "
-                            "judge runner); without it the file's verdicts are used")
-        parser.add_argument("--promote", type=int, default=None, metavar="N",
-                            help="promote N kept pairs (stratified by split and source); 0: all")
-        parser.add_argument("--calibration-seeds", type=int, default=0, metavar="N",
-                            help="of the promoted pairs, N become calibration seed samples")
+        parser.add_argument(
+            "--judges",
+            default="",
+            metavar="CONFIG,...",
+            help="judge configurations for the ensemble filter (needs the "
+            "judge runner); without it the file's verdicts are used",
+        )
+        parser.add_argument(
+            "--promote",
+            type=int,
+            default=None,
+            metavar="N",
+            help="promote N kept pairs (stratified by split and source); 0: all",
+        )
+        parser.add_argument(
+            "--calibration-seeds",
+            type=int,
+            default=0,
+            metavar="N",
+            help="of the promoted pairs, N become calibration seed samples",
+        )
         parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -75,24 +103,33 @@ class Command(BaseCommand):
             if bar is None:
                 for other in bars.values():
                     other.close()
-                bar = bars[message] = tqdm(total=total, desc=message or "Curate",
-                                           file=self.stderr._out)
+                bar = bars[message] = tqdm(
+                    total=total, desc=message or "Curate", file=self.stderr._out
+                )
             bar.total = total
             bar.n = done
             bar.refresh()
 
         project, _ = project_get_or_create(slug=options["project"])
         try:
-            report = generations_import(project=project, path=options["generations"],
-                                        images=options["images"], update=options["update"],
-                                        progress=progress)
+            report = generations_import(
+                project=project,
+                path=options["generations"],
+                images=options["images"],
+                update=options["update"],
+                progress=progress,
+            )
             run = curation_run(project=project, options=run_options, progress=progress)
             promoted = None
             if options["promote"] is not None:
                 count = options["promote"] or None
-                promoted = pairs_promote(project=project, count=count, seed=options["seed"],
-                                         calibration_seeds=options["calibration_seeds"],
-                                         progress=progress)
+                promoted = pairs_promote(
+                    project=project,
+                    count=count,
+                    seed=options["seed"],
+                    calibration_seeds=options["calibration_seeds"],
+                    progress=progress,
+                )
         except ImportRejected as exc:
             raise CommandError(str(exc)) from exc
         except CurationError as exc:
