@@ -8,6 +8,7 @@ can be registered in :data:`EMBEDDERS` under a name and chosen by that name. Pur
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -23,17 +24,18 @@ def tfidf_embed(texts: Sequence[str]) -> np.ndarray:
     Terms are lowercase runs of letters and digits; the IDF is ``ln((1 + n) / (1 + df)) + 1``,
     so a term found in every text still counts a little. An empty text is a zero row.
     """
-    docs = [_WORD.findall(text.lower()) for text in texts]
     vocabulary: dict[str, int] = {}
-    for doc in docs:
-        for term in doc:
-            vocabulary.setdefault(term, len(vocabulary))
-    matrix = np.zeros((len(docs), max(len(vocabulary), 1)), dtype=float)
-    for row, doc in enumerate(docs):
-        if doc:
-            ids, counts = np.unique([vocabulary[t] for t in doc], return_counts=True)
-            matrix[row, ids] = counts
-    n = len(docs)
+    rows: list[int] = []
+    cols: list[int] = []
+    counts: list[int] = []
+    for row, text in enumerate(texts):
+        for term, count in Counter(_WORD.findall(text.lower())).items():
+            rows.append(row)
+            cols.append(vocabulary.setdefault(term, len(vocabulary)))
+            counts.append(count)
+    matrix = np.zeros((len(texts), max(len(vocabulary), 1)), dtype=float)
+    matrix[rows, cols] = counts
+    n = len(texts)
     df = np.count_nonzero(matrix, axis=0)
     matrix *= np.log((1 + n) / (1 + df)) + 1.0
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
