@@ -102,7 +102,12 @@ class GenerationsReport:
         }
 
 
+#: The file's field names that have a sample field's length limit under another name.
+LIMIT_OF = {"prompt_id": "external_id", "model": "model_a"}
+
+
 def _text(data: dict, name: str, bad: Callable[[str, str], None], *, required: bool) -> str:
+    """The text field ``name`` of ``data`` with the sample import's limit; "" when bad."""
     value = data.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
@@ -111,7 +116,7 @@ def _text(data: dict, name: str, bad: Callable[[str, str], None], *, required: b
     if not isinstance(value, str):
         bad(name, f"must be text, got {type(value).__name__}")
         return ""
-    problem = text_problem(value, max_chars=FIELD_MAX_CHARS.get(name))
+    problem = text_problem(value, max_chars=FIELD_MAX_CHARS.get(LIMIT_OF.get(name, name)))
     if problem:
         bad(name, problem)
     return value
@@ -223,12 +228,7 @@ def raw_validate(data: dict[str, Any], *, line: int) -> tuple[RawRecord | None, 
     prompt_id = data.get("prompt_id")
     if isinstance(prompt_id, int) and not isinstance(prompt_id, bool):
         data = {**data, "prompt_id": str(prompt_id)}
-    prompt_id = _text(
-        {**data, "external_id": data.get("prompt_id")},
-        "external_id",
-        lambda _, m: bad("prompt_id", m),
-        required=True,
-    )
+    prompt_id = _text(data, "prompt_id", bad, required=True)
     split = data.get("split")
     if isinstance(split, str) and split_key(split):
         split = split_key(split)

@@ -51,6 +51,7 @@ def test_lead_curates_browses_and_promotes(new_page, celery_worker, tmp_path):
     page.get_by_role("link", name="Curation").first.click()
     page.wait_for_url("**/projects/curated/curation/")
     assert page.locator("text=No curation run yet").is_visible()
+    screenshot(page, "curation-00-empty")
 
     page.set_input_files("#id_file", str(_zip(tmp_path)))
     page.uncheck("input[name=filters][value=ensemble]")
