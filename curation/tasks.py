@@ -32,6 +32,14 @@ def _refused(job: Job, exc: ImportRejected, what: str) -> CurationFailed:
     return CurationFailed(f"{exc.count} error(s) in {what}; nothing was changed")
 
 
+def _kept(result: dict[str, Any]) -> str:
+    """Says that the generations of the upload were stored before the run failed."""
+    report = result.get("generations")
+    if not report:
+        return ""
+    return f" The generations file was stored ({report['summary']}): run again without a file."
+
+
 @shared_task(name="curation.tasks.curate")
 def curate_task(job_id: int) -> None:
     """Import the uploaded generations (if any), then pair and filter; safe to run twice."""
@@ -66,16 +74,17 @@ def curate_task(job_id: int) -> None:
                 upload_discard(path)
             raise _refused(job, exc, params.get("filename", "the file")) from None
         except CurationError as exc:
-            raise CurationFailed(str(exc)) from None
+            raise CurationFailed(str(exc) + _kept(result)) from None
         except Exception:
             logger.exception("curation job %s failed", job.pk)
             raise CurationFailed(
-                f"The curation failed on a server error; nothing was changed. The details are "
-                f"in the server log (job {job.pk})."
+                f"The curation failed on a server error; the pairs were not changed. The "
+                f"details are in the server log (job {job.pk}).{_kept(result)}"
             ) from None
         total = run.funnel[-1] if run.funnel else {"in": 0, "out": 0}
         result.update(run=run.pk, pairs=total["in"], kept=total["out"])
-        result["summary"] = f"{total['in']} pairs made, {total['out']} kept"
+        made = total["in"]
+        result["summary"] = f"{made} pair{'' if made == 1 else 's'} made, {total['out']} kept"
         return result
 
     job_execute(job_id, work)

@@ -16,11 +16,6 @@ FILTER_LABELS = {
 COLORS = {"length": "#c2410c", "correctness": "#a16207", "ensemble": "#7c3aed", "kept": "#15803d"}
 
 
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 pair``, ``2 pairs``."""
-    return f"{count} {word if count == 1 else (many or word + 's')}"
-
-
 def row_label(row: dict[str, Any]) -> str:
     """``Reasoning · MathVista``; the total row is ``All``."""
     if row["split"] == "all":

@@ -86,8 +86,10 @@ class GenerationsReport:
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        prompts = f"{self.prompts} prompt{'' if self.prompts == 1 else 's'}"
+        responses = f"{self.responses} response{'' if self.responses == 1 else 's'}"
         return (
-            f"{self.prompts} prompts with {self.responses} responses read: {self.created} new, "
+            f"{prompts} with {responses} read: {self.created} new, "
             f"{self.updated} updated, {self.unchanged} unchanged"
         )
 

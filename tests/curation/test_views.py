@@ -162,3 +162,31 @@ def test_promotion_from_the_page(
     )
     assert bad.status_code == 400
     assert "Ensure this value is greater than or equal to 1." in bad.content.decode()
+
+
+def test_a_run_that_cannot_finish_says_why_and_keeps_the_generations(
+    client, project, lead, tmp_path, django_capture_on_commit_callbacks
+):
+    client.force_login(lead)
+    _upload(
+        client,
+        project,
+        tmp_path,
+        django_capture_on_commit_callbacks,
+        prompts=[open_prompt("o0")],
+        filters=["length", "ensemble"],
+    )
+    job = Job.objects.get(kind=Job.Kind.CURATE)
+    assert job.status == "failed"
+    assert job.error.startswith(
+        "The ensemble filter needs judge verdicts for every pair it checks; 2 pairs have none "
+        "in the file (o0: "
+    )
+    assert job.error.endswith(
+        "The generations file was stored (1 prompt with 3 responses read: 1 new, 0 updated, "
+        "0 unchanged): run again without a file."
+    )
+    assert not CandidatePair.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("curation", args=[project.slug]), {**RUN, "filters": ["length"]})
+    assert CandidatePair.objects.filter(project=project).count() == 2
