@@ -330,3 +330,14 @@ def test_parquet_generations(tmp_path, project):
     report = generations_import(project=project, path=tmp_path / "gen.parquet")
     assert report.created == 2 and report.responses == 6
     assert json.loads(json.dumps(RawPrompt.objects.get(prompt_id="o1").verdicts)) == []
+
+
+def test_curate_command_with_a_bad_file_creates_no_project(tmp_path):
+    from annotation.models import Project
+
+    bad = open_prompt("o0")
+    del bad["image"]
+    path = write_generations(tmp_path, [bad])
+    with pytest.raises(CommandError, match="line 1, image: missing field"):
+        call_command("curate", "brand-new", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    assert not Project.objects.filter(slug="brand-new").exists()

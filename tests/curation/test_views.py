@@ -190,3 +190,19 @@ def test_a_run_that_cannot_finish_says_why_and_keeps_the_generations(
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("curation", args=[project.slug]), {**RUN, "filters": ["length"]})
     assert CandidatePair.objects.filter(project=project).count() == 2
+
+
+def test_pair_browser_queries_do_not_grow_with_the_pairs(
+    client,
+    project,
+    lead,
+    tmp_path,
+    django_capture_on_commit_callbacks,
+    django_assert_max_num_queries,
+):
+    client.force_login(lead)
+    _upload(client, project, tmp_path, django_capture_on_commit_callbacks)
+    url = reverse("curation-pairs", args=[project.slug])
+    with django_assert_max_num_queries(12):
+        page = client.get(url).content.decode()
+    assert page.count('class="card pair"') == 12

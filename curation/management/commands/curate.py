@@ -110,7 +110,7 @@ class Command(BaseCommand):
             bar.n = done
             bar.refresh()
 
-        project, _ = project_get_or_create(slug=options["project"])
+        project, created = project_get_or_create(slug=options["project"])
         try:
             report = generations_import(
                 project=project,
@@ -130,9 +130,9 @@ class Command(BaseCommand):
                     calibration_seeds=options["calibration_seeds"],
                     progress=progress,
                 )
-        except ImportRejected as exc:
-            raise CommandError(str(exc)) from exc
-        except CurationError as exc:
+        except (ImportRejected, CurationError) as exc:
+            if created and not project.raw_prompts.exists():
+                project.delete()  # a refused file leaves no empty project behind
             raise CommandError(str(exc)) from exc
         finally:
             for bar in bars.values():
