@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "annotation",
     "aggregation",
     "judging",
+    "curation",
     "demo",
 ]
 

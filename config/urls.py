@@ -34,6 +34,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("aggregation.urls")),
     path("", include("judging.urls")),
+    path("", include("curation.urls")),
     path("api/", include("config.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -16,6 +16,8 @@ class Job(models.Model):
         AGGREGATE = "aggregate", "Aggregate votes"
         BUILD_VERSION = "build_version", "Build dataset version"
         SCORE_JUDGE = "score_judge", "Score a judge"
+        CURATE = "curate", "Curate generations"
+        PROMOTE = "promote", "Promote curated pairs"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

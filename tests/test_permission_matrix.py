@@ -223,6 +223,13 @@ MATRIX: dict[str, Entry] = {
         get=api(web(200, 200, 200, 200, 200), 200, 200, 200, 200),
         post=api(web(405, 405, 405, 405, 405), 405, 405, 405, 405),
     ),
+    # --- curation: the lead's page, pair browser, decisions CSV, promotion, job card ----------
+    # An empty POST is an invalid form (400), which starts nothing.
+    "curation": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
+    "curation-pairs": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "curation-decisions-csv": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    "curation-promote": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 400)),
+    "curation-job": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     # --- accounts and media ------------------------------------------------------------------
     "login": Entry(get=web(200, 200, 200, 200, 200), post=web(200, 200, 200, 200, 200)),
     "logout": Entry(get=web(405, 405, 405, 405, 405), post=web(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
@@ -236,6 +243,7 @@ MATRIX: dict[str, Entry] = {
 JOB_FOR = {name: "import_job" for name in ("job-status", "job-cancel", "job-retry", "import-job")}
 JOB_FOR["predictions-upload-status"] = "score_job"
 JOB_FOR["judge-run-status"] = "runner_job"
+JOB_FOR["curation-job"] = "curate_job"
 
 
 def url_patterns(

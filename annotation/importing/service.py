@@ -212,8 +212,8 @@ def _curation_fields(
         else:
             ensemble = [{"model_a": "A", "model_b": "B"}.get(v, v) for v in value]
     acc.ids.append(record.external_id)
-    acc.len_a.append(len(record.response_a))
-    acc.len_b.append(len(record.response_b))
+    acc.len_a.append(curation.text_length(record.response_a, "characters"))
+    acc.len_b.append(curation.text_length(record.response_b, "characters"))
     acc.reasoning.append(record.split == "reasoning")
     acc.correct_a.append(bool(correct_a))
     acc.correct_b.append(bool(correct_b))
