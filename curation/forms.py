@@ -12,6 +12,7 @@ from annotation.importing.limits import size_text
 from annotation.importing.sources import unsafe_path
 from annotation.importing.uploads import UPLOAD_SUFFIXES, upload_size_problem
 from annotation.models import Split
+from judging.models import JudgeConfig
 
 from .filters import FILTERS, LENGTH_UNITS
 from .services.pipeline import RunOptions
@@ -24,7 +25,7 @@ FILTER_CHOICES = [
     ),
     (
         "ensemble",
-        "Ensemble: drop pairs on which all judges give the same preference (verdicts in the file)",
+        "Ensemble: drop pairs on which all judges give the same overall preference",
     ),
 ]
 SEED_MAX = 2**31 - 1
@@ -58,11 +59,21 @@ class CurationForm(forms.Form):
     length_unit = forms.ChoiceField(
         choices=[(u, u) for u in LENGTH_UNITS], initial="words", label="Length unit"
     )
+    judges = forms.ModelMultipleChoiceField(
+        queryset=JudgeConfig.objects.none(),
+        to_field_name="name",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Ensemble judges",
+        help_text="Judge configs whose overall preference the judge runner asks, in both "
+        "orders (answers are cached). None ticked: the verdicts in the file.",
+    )
     seed = forms.IntegerField(min_value=0, max_value=SEED_MAX, initial=0, label="Random seed")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["file"].help_text += f" At most {size_text(settings.UPLOAD_MAX_BYTES)}."
+        self.fields["judges"].queryset = JudgeConfig.objects.order_by("name")
 
     def clean_file(self):
         file = self.cleaned_data.get("file")
@@ -90,6 +101,7 @@ class CurationForm(forms.Form):
             filters=tuple(f for f in FILTERS if f in data["filters"]),
             seed=data["seed"],
             length_unit=data["length_unit"],
+            judges=tuple(c.name for c in data.get("judges") or ()),
         )
 
 

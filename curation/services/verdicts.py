@@ -7,14 +7,14 @@ the judge configurations to ask, it returns one list of preferences (``"A"``, ``
 - No judges named: the verdicts supplied in the generations file (``verdicts`` of each prompt,
   stored on ``RawPrompt.verdicts``), turned around when the file names the pair's responses the
   other way round.
-- Judges named (``curate --judges``): the judge runner's holistic mode, asked once per pair and
-  judge in both orders. The runner is not part of this installation yet; :func:`runner_verdicts`
-  is where it plugs in and until then raises :class:`JudgeRunnerMissing`.
+- Judges named (``curate --judges``, by judge config name): the judge runner's holistic mode
+  (``judging.runner.holistic``), asked for every pair in both orders; its answers are cached,
+  so a re-run asks nothing again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,20 @@ class CurationError(ValueError):
     """A curation run cannot go on; the message says why and what to do."""
 
 
-class JudgeRunnerMissing(CurationError):
-    """Judges were named but the judge runner (its holistic mode) is not installed."""
+class JudgeConfigMissing(CurationError):
+    """Judges were named that have no judge config."""
+
+
+#: The runner's verdicts as the ensemble filter reads them. A judge whose two orders disagree
+#: (``invalid``) or that gave no answer has no preference: its entry names that and the judge,
+#: so it never makes the judges unanimous and the pair is kept for the annotators.
+RUNNER_PREFERENCE = {"model_a": "A", "model_b": "B"}
+
+
+def _runner_preference(verdict: str | None, judge: str) -> str:
+    if verdict in RUNNER_PREFERENCE:
+        return RUNNER_PREFERENCE[verdict]
+    return f"{judge}: orders disagree" if verdict == "invalid" else f"{judge}: no answer"
 
 
 @dataclass(frozen=True)
@@ -54,19 +66,46 @@ def file_verdicts(request: VerdictRequest) -> list[str] | None:
     return None
 
 
-def runner_verdicts(*, pairs: Sequence[VerdictRequest], judges: Sequence[str]) -> list[list[str]]:
+def runner_verdicts(
+    *,
+    pairs: Sequence[VerdictRequest],
+    judges: Sequence[str],
+    progress: Callable[..., None] | None = None,
+    transport: Any = None,
+) -> list[list[str]]:
     """The judge runner's holistic preferences: one per judge and pair, both orders combined.
 
-    The judge runner (issue 12) plugs in here: for each judge configuration name, ask its
-    holistic mode for every pair in both orders (A/B and B/A), map the B/A answer back, and
-    combine the two into one preference per judge ("A", "B", or "tie" when the orders
-    disagree). Until then this raises :class:`JudgeRunnerMissing`.
+    Each judge is a judge config name; every pair is asked in both orders (whatever the
+    config's own setting), the B/A answer mapped back; a judge whose orders disagree, or that
+    gave no answer, has no preference on that pair (see :data:`RUNNER_PREFERENCE`).
     """
-    raise JudgeRunnerMissing(
-        f"--judges {','.join(judges)} needs the judge runner's holistic mode, which is not "
-        "installed yet (curation/services/verdicts.py, runner_verdicts). Supply the judges' "
-        "verdicts in the generations file (verdicts of each prompt) and leave out --judges."
-    )
+    from judging.models import JudgeConfig
+    from judging.runner.holistic import HolisticItem, holistic_judge
+
+    configs = {c.name: c for c in JudgeConfig.objects.filter(name__in=list(judges))}
+    unknown = [name for name in judges if name not in configs]
+    if unknown:
+        raise JudgeConfigMissing(
+            f"No judge config named {', '.join(repr(n) for n in unknown)}; "
+            "create it on the Judge configs page or leave it out of --judges."
+        )
+    items = [
+        HolisticItem(
+            id=i,
+            question=pair.question,
+            response_a=pair.response_a,
+            response_b=pair.response_b,
+            image_name=pair.image,
+        )
+        for i, pair in enumerate(pairs)
+    ]
+    columns = []
+    for name in judges:
+        config = configs[name]
+        config.orders = JudgeConfig.Orders.BOTH  # in memory only: the filter needs both orders
+        verdicts = holistic_judge(items, config, progress=progress, transport=transport)
+        columns.append([_runner_preference(verdicts[i].verdict, name) for i in range(len(items))])
+    return [list(row) for row in zip(*columns, strict=True)] if columns else [[] for _ in pairs]
 
 
 def pair_verdicts(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.core.files.storage import default_storage
 
 from annotation.models import Sample
 from judging.metrics import majority_vote
@@ -30,6 +31,31 @@ KIND = JudgeCall.Kind.HOLISTIC
 
 
 @dataclass(frozen=True)
+class HolisticItem:
+    """What a judge sees of one item in holistic mode: a sample, or a curation candidate pair."""
+
+    id: int
+    question: str
+    response_a: str
+    response_b: str
+    image_name: str = ""  # storage name; "" for none
+    image_sha256: str = ""  # computed from the stored image when empty
+    split: str = ""
+
+    @classmethod
+    def of_sample(cls, sample: Sample) -> HolisticItem:
+        return cls(
+            id=sample.pk,
+            question=sample.question,
+            response_a=sample.response_a,
+            response_b=sample.response_b,
+            image_name=sample.image.name if sample.image else "",
+            image_sha256=sample.image_sha256 or "",
+            split=sample.split,
+        )
+
+
+@dataclass(frozen=True)
 class HolisticVerdict:
     """A sample's overall verdict (``model_a``/``model_b``/``invalid``; None: no answer)."""
 
@@ -38,27 +64,29 @@ class HolisticVerdict:
     per_run: list[str | None]
 
 
-def _calls(samples: list[Sample], config: JudgeConfig) -> list[RowCall]:
+def _image_sha(name: str) -> str:
+    with default_storage.open(name, "rb") as handle:
+        return image_sha256(handle.read())
+
+
+def _calls(items: list[HolisticItem], config: JudgeConfig) -> list[RowCall]:
     calls = []
-    for sample in samples:
-        sha = sample.image_sha256
-        if sample.image and not sha:
-            with sample.image.open("rb") as handle:
-                sha = image_sha256(handle.read())
+    for item in items:
+        sha = item.image_sha256 or (_image_sha(item.image_name) if item.image_name else "")
         for run in range(1, config.runs + 1):
             for order in orders_of(config):
                 calls.append(
                     RowCall(
-                        question_id=str(sample.pk),
-                        split=sample.split,
+                        question_id=str(item.id),
+                        split=item.split,
                         criterion="",
                         criterion_name="",
                         criterion_description="",
-                        question=sample.question,
-                        response_a=sample.response_a,
-                        response_b=sample.response_b,
-                        image_name=sample.image.name if sample.image else "",
-                        image_sha256=sha if sample.image else "",
+                        question=item.question,
+                        response_a=item.response_a,
+                        response_b=item.response_b,
+                        image_name=item.image_name,
+                        image_sha256=sha,
                         run_index=run,
                         order=order,
                     )
@@ -67,15 +95,16 @@ def _calls(samples: list[Sample], config: JudgeConfig) -> list[RowCall]:
 
 
 def holistic_judge(
-    samples: Iterable[Sample],
+    samples: Iterable[Sample | HolisticItem],
     config: JudgeConfig,
     *,
     template: PromptTemplate | None = None,
     progress: Callable[..., None] | None = None,
     transport: Any = None,
 ) -> dict[int, HolisticVerdict]:
-    """Each sample's overall verdict by ``config`` (answers cached like criterion calls)."""
-    samples = list(samples)
+    """Each item's overall verdict by ``config``, keyed by sample id (or item id); answers are
+    cached like criterion calls."""
+    samples = [s if isinstance(s, HolisticItem) else HolisticItem.of_sample(s) for s in samples]
     template = template or load_template(HOLISTIC_TEMPLATE_PATH)
     calls = _calls(samples, config)
     keys = keys_for(calls, config, template, kind=KIND)
@@ -102,7 +131,7 @@ def holistic_judge(
         )
     out = {}
     for sample in samples:
-        cells = by_sample[sample.pk]
+        cells = by_sample[sample.id]
         per_run = [
             combine_orders(
                 call_label(cells.get((run, "ab"))), call_label(cells.get((run, "ba"))), both=both
@@ -110,5 +139,5 @@ def holistic_judge(
             for run in range(1, config.runs + 1)
         ]
         voted = majority_vote([np.array([v], dtype=object) for v in per_run])[0]
-        out[sample.pk] = HolisticVerdict(sample_id=sample.pk, verdict=voted, per_run=per_run)
+        out[sample.id] = HolisticVerdict(sample_id=sample.id, verdict=voted, per_run=per_run)
     return out

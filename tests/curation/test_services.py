@@ -14,7 +14,9 @@ from curation.models import CandidatePair, CurationRun, PairDecision, RawPrompt,
 from curation.services.generations import generations_import
 from curation.services.pipeline import RunOptions, curation_run
 from curation.services.promote import pairs_promote
-from curation.services.verdicts import CurationError, JudgeRunnerMissing
+from curation.services.verdicts import CurationError, JudgeConfigMissing
+from tests.judging.fake_openai import FakeOpenAI
+from tests.judging.runner_data import judge_config
 
 from .data import open_prompt, reasoning_prompt, response, write_generations
 
@@ -209,10 +211,43 @@ def test_ensemble_without_verdicts_names_the_pairs(tmp_path, project):
         _run(project, filters=("ensemble",))
 
 
-def test_judges_need_the_runner(tmp_path, project):
+def test_ensemble_asks_the_judge_runner_in_both_orders(tmp_path, project):
+    """A real run of the ensemble filter through the judge runner against a local server.
+
+    The server's judge prefers the longer response and, on equal lengths, whichever it reads
+    first: so pairs of unequal length get the same preference from all three judges (dropped),
+    and pairs of equal length get orders that disagree, no preference (kept).
+    """
+    prompt = open_prompt("o0")
+    texts = {"model-a": "Equal words here.", "model-b": "Equal words also.", "model-c": "L" * 80}
+    prompt["responses"] = [response(m, t) for m, t in texts.items()]
+    generations_import(project=project, path=_file(tmp_path, [prompt]))
+    with FakeOpenAI() as server:
+        for i in range(3):
+            judge_config(server.url, name=f"judge-{i}", model=f"fake-vl-{i}")
+        judges = ("judge-0", "judge-1", "judge-2")
+        run = _run(project, filters=("ensemble",), judges=judges, pairs_per_prompt=3)
+        n_pairs = CandidatePair.objects.count()
+        assert n_pairs == 3
+        assert len(server.requests) == 3 * n_pairs * 2  # judges x pairs x both orders
+        assert all(r.body["model"].startswith("fake-vl-") for r in server.requests)
+        _run(project, filters=("ensemble",), judges=judges, pairs_per_prompt=3)
+        assert len(server.requests) == 3 * n_pairs * 2  # cached: nothing asked again
+    for pair in CandidatePair.objects.select_related("response_a", "response_b"):
+        equal = len(pair.response_a.text) == len(pair.response_b.text)
+        assert (pair.removed_by == "") == equal, (pair.response_a.model, pair.response_b.model)
+        decision = pair.decisions.get()
+        assert decision.figures["by"] == "judge runner"
+        if not equal:
+            longer = "A" if len(pair.response_a.text) > len(pair.response_b.text) else "B"
+            assert decision.reason == f"all 3 judges prefer {longer}"
+    assert run.funnel
+
+
+def test_judges_without_a_config_are_named(tmp_path, project):
     generations_import(project=project, path=_file(tmp_path, [open_prompt("o0")]))
-    with pytest.raises(JudgeRunnerMissing, match="judge runner's holistic mode"):
-        _run(project, filters=("ensemble",), judges=("judge-1", "judge-2", "judge-3"))
+    with pytest.raises(JudgeConfigMissing, match="No judge config named 'judge-1', 'judge-2'"):
+        _run(project, filters=("ensemble",), judges=("judge-1", "judge-2"))
     assert not CandidatePair.objects.exists()
 
 
@@ -290,9 +325,9 @@ def test_curate_command_prints_the_funnel_and_promotes(tmp_path, project):
     assert Sample.objects.filter(project=project).count() == 3
 
 
-def test_curate_command_refuses_judges_without_the_runner(tmp_path, project):
+def test_curate_command_refuses_judges_without_a_config(tmp_path, project):
     path = _file(tmp_path, [open_prompt("o0")])
-    with pytest.raises(CommandError, match="not installed yet"):
+    with pytest.raises(CommandError, match="No judge config named 'a', 'b', 'c'"):
         call_command(
             "curate",
             project.slug,

@@ -206,3 +206,37 @@ def test_pair_browser_queries_do_not_grow_with_the_pairs(
     with django_assert_max_num_queries(12):
         page = client.get(url).content.decode()
     assert page.count('class="card pair"') == 12
+
+
+def test_ensemble_judges_chosen_on_the_page_run_through_the_judge_runner(
+    client, project, lead, tmp_path, django_capture_on_commit_callbacks
+):
+    from tests.judging.fake_openai import FakeOpenAI
+    from tests.judging.runner_data import judge_config
+
+    client.force_login(lead)
+    with FakeOpenAI() as server:
+        for i in range(3):
+            judge_config(server.url, name=f"judge-{i}", model=f"fake-vl-{i}")
+        page = client.get(reverse("curation", args=[project.slug])).content.decode()
+        assert 'value="judge-0"' in page and "Ensemble judges" in page
+        response = _upload(
+            client,
+            project,
+            tmp_path,
+            django_capture_on_commit_callbacks,
+            prompts=[open_prompt("o0")],
+            filters=["ensemble"],
+            judges=["judge-0", "judge-1", "judge-2"],
+        )
+        job = Job.objects.get(kind=Job.Kind.CURATE)
+        assert job.status == "succeeded", job.error
+        assert job.params["options"]["judges"] == ["judge-0", "judge-1", "judge-2"]
+        pairs = CandidatePair.objects.count()
+        assert len(server.requests) == 3 * pairs * 2  # each judge, each pair, both orders
+    # The server's judge prefers the longer response: all three agree on pairs of unequal length.
+    decisions = [p.decisions.get() for p in CandidatePair.objects.all()]
+    assert all(d.figures["by"] == "judge runner" for d in decisions)
+    assert response.status_code == 302
+    unknown = client.post(reverse("curation", args=[project.slug]), {**RUN, "judges": ["nobody"]})
+    assert unknown.status_code == 400 and "nobody" in unknown.content.decode()
