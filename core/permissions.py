@@ -85,6 +85,17 @@ def get_project_for_user(user: Any, slug: str) -> Any:
     return project
 
 
+def get_member(project: Any, member_id: int) -> Any:
+    """The membership ``member_id`` of ``project`` (with its user); 404 for any other id.
+
+    The one lookup of a member from a URL: a member of another project looks missing.
+    """
+    _, ProjectMember = _project_models()
+    return get_object_or_404(
+        ProjectMember.objects.select_related("user"), pk=member_id, project=project
+    )
+
+
 def lead_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Allow only logged-in leads; anonymous users go to the login page, others get 403."""
 

@@ -6,11 +6,11 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.permissions import lead_required
+from core.permissions import get_member, lead_required
 
 from ..forms import form_error_text
 from ..forms_accounts import InviteForm, ProjectCreateForm
@@ -69,9 +69,7 @@ def member_invite(request: HttpRequest, slug: str) -> HttpResponse:
 def member_invite_again(request: HttpRequest, slug: str, member_id: int) -> HttpResponse:
     """A new invite link for a member who has not set a password yet."""
     project = project_get(slug=slug)
-    member = get_object_or_404(
-        ProjectMember.objects.select_related("user"), pk=member_id, project=project
-    )
+    member = get_member(project, member_id)
     if member.user.has_usable_password():
         messages.error(
             request, f"{member.user.get_username()} has set a password already; no invite needed."

@@ -20,10 +20,10 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.selectors.calibration import calibration_discussion
 from annotation.services import calibration as calibration_services
 from annotation.services import work_types
-from core.permissions import is_lead, lead_required
+from core.permissions import get_member, is_lead, lead_required
 
 from ..forms import CalibrationFilterForm, PageForm, ReferenceForm, form_errors
-from ..models import Choice, Project, ProjectMember, Split
+from ..models import Choice, Project, Split
 from ..services import work
 from ..services.calibration import NeedsConfirmation, calibration_mark_checked
 
@@ -104,9 +104,7 @@ def calibration(request: HttpRequest, slug: str) -> HttpResponse:
 def calibration_mark(request: HttpRequest, slug: str, member_id: int) -> HttpResponse:
     """Let an annotator start formal work."""
     project = get_object_or_404(Project, slug=slug)
-    member = get_object_or_404(ProjectMember.objects.select_related("user"), pk=member_id)
-    if member.project_id != project.pk:
-        raise PermissionDenied("This annotator is not in this project.")
+    member = get_member(project, member_id)
     try:
         calibration_mark_checked(
             project=project,
@@ -126,9 +124,7 @@ def calibration_mark(request: HttpRequest, slug: str, member_id: int) -> HttpRes
 def calibration_round(request: HttpRequest, slug: str, member_id: int) -> HttpResponse:
     """Send an annotator through the seed items again; their earlier votes stay in history."""
     project = get_object_or_404(Project, slug=slug)
-    member = get_object_or_404(ProjectMember.objects.select_related("user"), pk=member_id)
-    if member.project_id != project.pk:
-        raise PermissionDenied("This annotator is not in this project.")
+    member = get_member(project, member_id)
     member = calibration_services.calibration_new_round(
         project=project, member=member, by=request.user
     )

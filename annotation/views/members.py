@@ -10,10 +10,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.selectors.members import member_rows, users_addable
 from annotation.services import assignment
-from core.permissions import lead_required
+from core.permissions import get_member, lead_required
 
 from ..forms import MemberAddForm, SlotReassignForm, form_errors
-from ..models import Project, ProjectMember, Slot
+from ..models import Project, Slot
 from ..services.projects import member_add
 
 
@@ -58,9 +58,7 @@ def member_add_view(request: HttpRequest, slug: str) -> HttpResponse:
 def member_remove_view(request: HttpRequest, slug: str, member_id: int) -> HttpResponse:
     """Remove an annotator: their unfinished slots go back to the pool, their votes stay."""
     project = get_object_or_404(Project, slug=slug)
-    member = get_object_or_404(
-        ProjectMember.objects.select_related("user"), pk=member_id, project=project
-    )
+    member = get_member(project, member_id)
     released = assignment.member_remove(project=project, member=member, by=request.user)
     messages.success(
         request,
