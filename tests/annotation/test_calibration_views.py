@@ -322,6 +322,6 @@ def test_member_of_another_project_cannot_be_marked_here(client, project, lead, 
     stranger = member_add(project=other, user=make_user("stranger"))
     client.force_login(lead)
     response = client.post(reverse("calibration-mark", args=[project.slug, stranger.pk]))
-    assert response.status_code == 404  # core.permissions.get_member: another project's member looks missing
+    assert response.status_code == 404  # get_member: another project's member looks missing
     stranger.refresh_from_db()
     assert stranger.calibrated_at is None
