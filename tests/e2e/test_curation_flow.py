@@ -99,8 +99,12 @@ def test_lead_curates_browses_and_promotes(new_page, celery_worker, tmp_path):
 
 
 def test_curation_pages_fit_a_phone(new_page, celery_worker, tmp_path):
+    from judging.models import JudgeConfig
+
     make_user("lena", LEAD_GROUP)
     project_create(name="Curated study", slug="curated")
+    for name in ("qwen2.5-vl-72b-instruct", "internvl3-78b", "gpt-4o-2024-11-20"):
+        JudgeConfig.objects.create(name=name, base_url="http://127.0.0.1:9/v1", model=name)
     desk = new_page()
     login(desk, "lena")
     desk.goto("/projects/curated/curation/")
@@ -114,6 +118,13 @@ def test_curation_pages_fit_a_phone(new_page, celery_worker, tmp_path):
     phone.locator(".funnel-table").wait_for()
     _fits(phone, 390)
     screenshot(phone, "curation-03-phone")
+    judges = phone.locator("fieldset", has_text="Ensemble judges")
+    judges.scroll_into_view_if_needed()
+    assert judges.locator("input[type=checkbox]").count() == 3
+    assert judges.bounding_box()["width"] <= 390
+    screenshot(phone, "curation-06-phone-judges")
+    desk.locator("fieldset", has_text="Ensemble judges").scroll_into_view_if_needed()
+    screenshot(desk, "curation-07-desk-judges")
     phone.locator("#cur-funnel").scroll_into_view_if_needed()
     screenshot(phone, "curation-04-phone-funnel")
     phone.goto("/projects/curated/curation/pairs/")
