@@ -16,6 +16,7 @@ from aggregation.models import DatasetRow, DatasetVersion
 from aggregation.selectors.export import versions_ready
 from annotation.models import Criterion, Project
 from annotation.splits import split_label
+from core.permissions import get_project_for_user
 from core.text import counted
 
 from ..metrics import SPLIT_ORDER, criteria_in_order
@@ -33,6 +34,14 @@ DEFAULT_SORT = "-pacc"
 def version_get(*, project: Project, number: int) -> DatasetVersion:
     """The project's ready version by number (404 if missing or not ready)."""
     return get_object_or_404(versions_ready(project=project), number=number)
+
+
+def version_get_for_user(*, user: Any, slug: str, number: int) -> DatasetVersion:
+    """The ready version ``number`` of project ``slug``, if ``user`` may read the project.
+
+    The one lookup of a version from a judging URL (404 / 403 as get_project_for_user says).
+    """
+    return version_get(project=get_project_for_user(user, slug), number=number)
 
 
 def version_splits(*, version: DatasetVersion) -> list[str]:

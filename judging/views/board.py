@@ -24,10 +24,6 @@ DIFF_PAGE_SIZE = 25
 EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
 
 
-def _version(request: HttpRequest, slug: str, number: int) -> DatasetVersion:
-    return selectors.version_get(project=get_project_for_user(request.user, slug), number=number)
-
-
 @login_required
 @require_safe
 def leaderboard_latest(request: HttpRequest, slug: str) -> HttpResponse:
@@ -71,7 +67,7 @@ def leaderboard_export(request: HttpRequest, slug: str, number: int, fmt: str) -
     """The table of one split as CSV or LaTeX, in the order the page sorts it."""
     if fmt not in EXPORT_TYPES:
         raise Http404("Export as .csv or .tex.")
-    version = _version(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     split, columns, rows = _board(version, request)
     if fmt == "csv":
         body = board_csv(columns, rows)
@@ -91,7 +87,7 @@ def leaderboard_export(request: HttpRequest, slug: str, number: int, fmt: str) -
 @require_safe
 def judges_compare_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Two judges side by side: per criterion, then the rows where their verdicts differ."""
-    version = _version(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     if not version_rows_readable(user=request.user, version=version):
         # The rows show the human labels; a version with votes is the lead's (as its rows are).
         raise PermissionDenied("This version's rows are for the project lead.")

@@ -18,7 +18,7 @@ from annotation.forms import JobParamForm
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.models import Job
-from core.permissions import get_project_for_user, is_lead, lead_required
+from core.permissions import is_lead, lead_required
 from judging.selectors.leaderboard import Cell, Column
 
 from ..charts import Bar, bar_chart_svg
@@ -27,11 +27,6 @@ from ..models import JudgeRun
 from ..selectors import leaderboard as selectors
 from ..selectors.runner import run_form_context, runner_job_get
 from ..services import scoring as services
-
-
-def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> DatasetVersion:
-    project = get_project_for_user(request.user, slug)
-    return selectors.version_get(project=project, number=number)
 
 
 def _pick_split(request: HttpRequest, splits: list[str]) -> str | None:
@@ -89,7 +84,7 @@ def _best_by_column(rows: list[selectors.LeaderboardRow], n: int) -> list[float 
 @login_required
 @require_safe
 def leaderboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     splits = selectors.version_splits(version=version)
     split = _pick_split(request, splits)
     rows: list[selectors.LeaderboardRow] = []
@@ -165,7 +160,7 @@ def _share_chart(diagnostics: dict[str, Any]) -> str:
 @login_required
 @require_safe
 def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpResponse:
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     splits = selectors.judge_splits(version=version, judge=judge)
     split = _pick_split(request, splits)
     card = selectors.scorecard_get(version=version, judge=judge, split=split or "")
@@ -234,7 +229,7 @@ def _form_of(job: Job | None) -> PredictionsUploadForm:
 @lead_required
 @require_http_methods(["GET", "POST"])
 def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     job = None
     if request.method == "POST":
         form = PredictionsUploadForm(request.POST, request.FILES)
@@ -282,7 +277,7 @@ def predictions_upload_status(
     request: HttpRequest, slug: str, number: int, job_id: int
 ) -> HttpResponse:
     """The upload's job card with the outcome (scorecard links, or the error found)."""
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project)
     return render(request, "judging/upload.html#upload-job", {"job": job, "version": version})
 
@@ -290,7 +285,7 @@ def predictions_upload_status(
 @lead_required
 @require_POST
 def judge_run_delete(request: HttpRequest, slug: str, number: int, run_id: int) -> HttpResponse:
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     run = get_object_or_404(JudgeRun, pk=run_id, version=version)
     judge, index = run.judge, run.run_index
     cards = services.judge_run_delete(run=run, by=request.user)

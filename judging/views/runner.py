@@ -8,11 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from aggregation.models import DatasetVersion
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.models import Job
-from core.permissions import get_project_for_user, lead_required
+from core.permissions import lead_required
 
 from ..forms import JudgeConfigForm, JudgeRunForm
 from ..models import JudgeConfig
@@ -22,16 +21,11 @@ from ..selectors import leaderboard as selectors
 from ..selectors.runner import run_form_context
 
 
-def _get_version_for_user(request: HttpRequest, slug: str, number: int) -> DatasetVersion:
-    project = get_project_for_user(request.user, slug)
-    return selectors.version_get(project=project, number=number)
-
-
 @lead_required
 @require_POST
 def judge_run_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Start the judge runner on this version (the leaderboard's form)."""
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     form = JudgeRunForm(request.POST)
     job = None
     if form.is_valid():
@@ -63,7 +57,7 @@ def judge_run_start(request: HttpRequest, slug: str, number: int) -> HttpRespons
 @require_safe
 def judge_run_status(request: HttpRequest, slug: str, number: int, job_id: int) -> HttpResponse:
     """The runner job's card, polled while it runs, with links to the scorecard once done."""
-    version = _get_version_for_user(request, slug, number)
+    version = selectors.version_get_for_user(user=request.user, slug=slug, number=number)
     job = get_object_or_404(
         Job, pk=job_id, kind=Job.Kind.SCORE_JUDGE, project=version.project, params__runner=True
     )
