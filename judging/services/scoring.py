@@ -34,8 +34,11 @@ from ..metrics import (
     ScoreInput,
     majority_vote_codes,
     score_many,
+    tie_margin_grid,
+    tie_margin_sweep,
 )
 from ..models import JudgeRun, Prediction, Scorecard
+from ..parsing import tie_margin_problem
 from ..predictions import DatasetIndex, read_predictions
 from ..selectors.compare import run_codes
 
@@ -137,6 +140,12 @@ def _clean_judge(judge: str | None) -> str:
     return judge
 
 
+def _check_tie_margin(tie_margin: float) -> None:
+    problem = tie_margin_problem(tie_margin)
+    if problem:
+        raise UploadRejected(problem, field="tie_margin")
+
+
 def _check_version(version: DatasetVersion) -> None:
     if version.status != DatasetVersion.Status.READY:
         raise UploadRejected(
@@ -197,15 +206,19 @@ def judge_run_upload(
     source: str = JudgeRun.Source.UPLOAD,
     job: Job | None = None,
     progress: Progress | None = None,
+    tie_margin: float = 0.0,
 ) -> UploadResult:
     """Store a predictions file as runs of ``judge`` and recompute the judge's scorecards.
 
     ``judge`` may be empty when the file names it (a ``judge`` column). ``split`` limits the
     upload to one split (lines of the other split are errors, or skipped when ``lenient``).
+    ``tie_margin`` is the δ of a scalar judge's file (scores instead of verdicts): scores
+    within δ of each other give a tie, which counts as wrong.
     Raises UploadRejected (with the line and field of a bad line); then nothing is stored.
     """
     progress = progress or _noop
     _check_version(version)
+    _check_tie_margin(tie_margin)
     judge = _clean_judge(judge)
     template_hash = (template_hash or "").strip()
     if len(template_hash) > _HASH_MAX:
@@ -227,6 +240,7 @@ def judge_run_upload(
             lenient=lenient,
             split=split,
             progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
+            tie_margin=tie_margin,
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
@@ -268,10 +282,16 @@ def judge_run_upload(
             runs.append(run)
             labels = parsed.runs[file_run]
             raw = parsed.raw_outputs.get(file_run, {})
+            scores = parsed.scores.get(file_run)
             _predictions_insert(
                 run,
                 (
-                    (qids[pos], labels[pos], raw.get(pos, ""))
+                    (
+                        qids[pos],
+                        labels[pos],
+                        raw.get(pos, ""),
+                        *((None, None) if scores is None else scores[pos].tolist()),
+                    )
                     for pos in np.flatnonzero(np.not_equal(labels, None)).tolist()
                 ),
             )
@@ -279,13 +299,50 @@ def judge_run_upload(
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 
-def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> None:
-    """Insert (question_id, prediction, raw_output) rows of a run, in the caller's transaction."""
+def _predictions_insert(run: JudgeRun, rows: Iterable[tuple]) -> None:
+    """Insert (question_id, prediction, raw_output[, score_a, score_b]) rows of a run."""
     insert_rows(
         Prediction,
-        ("run_id", "question_id", "prediction", "raw_output"),
-        ((run.pk, qid, label, raw) for qid, label, raw in rows),
+        ("run_id", "question_id", "prediction", "raw_output", "score_a", "score_b"),
+        ((run.pk, *row, *((None, None) if len(row) == 3 else ())) for row in rows),
     )
+
+
+def _tie_margin_figures(
+    runs: list[JudgeRun], rows: ScoreInput, split: str
+) -> dict[str, Any] | None:
+    """The latest scalar run's chosen margin, ties and the sweep over margins on ``split``."""
+    run = next((r for r in reversed(runs) if r.stats.get("scored")), None)
+    if run is None:
+        return None
+    order = np.argsort(rows.question_id, kind="stable")
+    sorted_qids = rows.question_id[order]
+    score_a = np.full(len(rows), np.nan)
+    score_b = np.full(len(rows), np.nan)
+    stored = list(
+        Prediction.objects.filter(run=run, score_a__isnull=False).values_list(
+            "question_id", "score_a", "score_b"
+        )
+    )
+    if stored and len(sorted_qids):
+        qids = np.array([q for q, _, _ in stored], dtype=str)
+        at = np.minimum(np.searchsorted(sorted_qids, qids), len(sorted_qids) - 1)
+        known = sorted_qids[at] == qids
+        score_a[order[at[known]]] = np.array([a for _, a, _ in stored], dtype=float)[known]
+        score_b[order[at[known]]] = np.array([b for _, _, b in stored], dtype=float)[known]
+    margin = float(run.stats.get("tie_margin") or 0.0)
+    margins = sorted(
+        {margin, *tie_margin_grid(score_a[rows.split == split], score_b[rows.split == split])}
+    )
+    sweep = tie_margin_sweep(rows, score_a, score_b, split=split, margins=margins)
+    chosen = next(p for p in sweep if p["margin"] == margin)
+    return {
+        "run_index": run.run_index,
+        "tie_margin": margin,
+        "ties": chosen["ties"],
+        "scored": chosen["scored"],
+        "sweep": sweep,
+    }
 
 
 def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
@@ -360,6 +417,9 @@ def scorecard_compute(
         runner = _runner_figures([run for run, _ in covered], split)
         if runner:
             figures["runner"] = runner
+        scalar = _tie_margin_figures([run for run, _ in covered], rows, split)
+        if scalar:
+            figures["tie_margin"] = scalar
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
@@ -404,11 +464,13 @@ def predictions_upload_enqueue(
     template_hash: str = "",
     lenient: bool = False,
     split: str | None = None,
+    tie_margin: float = 0.0,
 ) -> Job:
     """Keep the uploaded file and queue the job that stores and scores it."""
     from ..tasks import predictions_score
 
     _check_version(version)
+    _check_tie_margin(tie_margin)
     judge = _clean_judge(judge)
     run_index_check(version=version, judge=judge, run_index=run_index)
     path = default_storage.save(_upload_path(version, getattr(file, "name", "")), file)
@@ -424,6 +486,7 @@ def predictions_upload_enqueue(
                 "template_hash": template_hash,
                 "lenient": lenient,
                 "split": split,
+                "tie_margin": tie_margin,
                 "path": path,
                 "filename": Path(getattr(file, "name", "") or path).name,
             },
