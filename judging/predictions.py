@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -68,26 +68,42 @@ _PROGRESS_EVERY = 10_000
 
 
 class DatasetIndex:
-    """Row lookups of a dataset: question_id -> position, (prompt_id, criterion) -> position."""
+    """Row lookups of a dataset: question_id -> position, (prompt_id, criterion) -> position.
 
-    def __init__(self, rows: ScoreInput):
+    ``contested`` rows (question_id, prompt_id, split, criterion) of the version's contested
+    split follow the scored rows (positions ``n_rows`` and up): a prediction for one is read
+    and kept apart (``ParsedPredictions.contested``), never scored.
+    """
+
+    def __init__(self, rows: ScoreInput, contested: Sequence[tuple[str, str, str, str]] = ()):
         self.rows = rows
+        self.n_rows = len(rows)
         self.by_qid = rows.index()
         self.split = rows.split.tolist()
         self.question_id = rows.question_id.tolist()
+        self.contested = list(contested)
+        if self.contested:
+            self.by_qid = dict(self.by_qid)  # the rows' cached index stays as it is
+            for i, (qid, _, split, _) in enumerate(self.contested):
+                self.by_qid.setdefault(qid, self.n_rows + i)
+                self.split.append(split)
+                self.question_id.append(qid)
 
     @cached_property
     def by_cell(self) -> dict[tuple[str, str], int]:
         """(prompt_id, criterion) -> position, built only for files that address rows that way."""
-        return {
+        cells = {
             (p, c): i
             for i, (p, c) in enumerate(
                 zip(self.rows.prompt_id.tolist(), self.rows.criterion.tolist(), strict=True)
             )
         }
+        for i, (_, prompt, _, criterion) in enumerate(self.contested):
+            cells.setdefault((prompt, criterion), self.n_rows + i)
+        return cells
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.n_rows + len(self.contested)
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,9 @@ class ParsedPredictions:
     scores: dict[int, np.ndarray] = field(default_factory=dict)
     tie_margin: float | None = None
     ties: dict[int, int] = field(default_factory=dict)
+    #: Labels per run on the contested rows (``DatasetIndex.contested`` order), never scored.
+    contested: dict[int, np.ndarray] = field(default_factory=dict)
+    contested_scores: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def run_indices(self) -> list[int]:
@@ -602,11 +621,17 @@ def read_predictions(
         raise PredictionsFileRejected(problems.items, more=problems.more)
 
     ties: dict[int, int] = {}
+    kept = index.n_rows
     for run, pair in scores.items():
         labels = verdicts_from_scores(pair[:, 0], pair[:, 1], tie_margin)
         runs[run] = labels
         raw_outputs[run] = {}
-        ties[run] = int((labels == TIE_LABEL).sum())
+        ties[run] = int((labels[:kept] == TIE_LABEL).sum())
+    contested = {r: a[kept:] for r, a in runs.items()}
+    contested_scores = {r: a[kept:] for r, a in scores.items()}
+    runs = {r: a[:kept] for r, a in runs.items()}
+    scores = {r: a[:kept] for r, a in scores.items()}
+    n_rows = kept
 
     if not runs:
         raise PredictionsFileError(f"{name or 'the file'} has no predictions for the dataset")
@@ -646,4 +671,6 @@ def read_predictions(
         scores=scores,
         tie_margin=float(tie_margin) if scores else None,
         ties=ties,
+        contested=contested if index.contested else {},
+        contested_scores=contested_scores if index.contested else {},
     )

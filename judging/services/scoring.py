@@ -28,10 +28,15 @@ from core.models import Job
 from core.text import counted, plural_form
 
 from ..compare import covering_runs
-from ..datasets import rows_from_version
+from ..datasets import contested_from_version, rows_from_version
 from ..errors import InputFileError, PredictionsFileRejected
 from ..metrics import (
+    MODEL_A,
+    MODEL_B,
+    TIE_LABEL,
     ScoreInput,
+    decode_predictions,
+    encode_predictions,
     majority_vote_codes,
     score_many,
     tie_margin_grid,
@@ -39,7 +44,7 @@ from ..metrics import (
 )
 from ..models import JudgeRun, Prediction, Scorecard
 from ..parsing import tie_margin_problem
-from ..predictions import DatasetIndex, read_predictions
+from ..predictions import DatasetIndex, ParsedPredictions, read_predictions
 from ..selectors.compare import run_codes
 
 Progress = Callable[..., None]
@@ -232,11 +237,12 @@ def judge_run_upload(
     # Progress counts the file's lines read (of its lines), then the write and the scoring in
     # one step. Reading is the long part and reports as it goes; the write is one transaction,
     # so a progress update made inside it would only show once it commits.
+    contested = contested_from_version(version)
     progress(0, None, "Reading the predictions file")
     try:
         parsed = read_predictions(
             file,
-            dataset_index=DatasetIndex(rows),
+            dataset_index=DatasetIndex(rows, contested),
             lenient=lenient,
             split=split,
             progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
@@ -258,6 +264,7 @@ def judge_run_upload(
     n_lines = parsed.counts["lines"]
     progress(n_lines, n_lines, f"Storing {counted(n_predictions, 'prediction')} and scoring")
     qids = rows.question_id.tolist()
+    contested_qids = [q for q, _, _, _ in contested]
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
         indexes = _indexes_for(
@@ -269,6 +276,9 @@ def judge_run_upload(
             stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
             stats["predictions"] = int(np.not_equal(parsed.runs[file_run], None).sum())
+            on_contested = parsed.contested.get(file_run)
+            if on_contested is not None:
+                stats["contested_predictions"] = int(np.not_equal(on_contested, None).sum())
             run = JudgeRun.objects.create(
                 version=version,
                 judge=judge,
@@ -295,6 +305,8 @@ def judge_run_upload(
                     for pos in np.flatnonzero(np.not_equal(labels, None)).tolist()
                 ),
             )
+            if on_contested is not None:
+                _contested_insert(run, parsed, file_run, contested_qids)
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
@@ -306,6 +318,68 @@ def _predictions_insert(run: JudgeRun, rows: Iterable[tuple]) -> None:
         ("run_id", "question_id", "prediction", "raw_output", "score_a", "score_b"),
         ((run.pk, *row, *((None, None) if len(row) == 3 else ())) for row in rows),
     )
+
+
+def _contested_insert(
+    run: JudgeRun, parsed: ParsedPredictions, file_run: int, qids: list[str]
+) -> None:
+    """Store a run's verdicts on the contested rows (kept apart from the scored rows)."""
+    labels = parsed.contested[file_run]
+    scores = parsed.contested_scores.get(file_run)
+    _predictions_insert(
+        run,
+        (
+            (
+                qids[i],
+                labels[i],
+                "",
+                *((None, None) if scores is None else scores[i].tolist()),
+            )
+            for i in np.flatnonzero(np.not_equal(labels, None)).tolist()
+        ),
+    )
+
+
+def contested_distribution(
+    *, runs: list[JudgeRun], contested: list[tuple[str, str, str, str]], split: str
+) -> dict[str, Any] | None:
+    """How the judge's verdicts fall on the split's contested rows: A / B / tie / invalid.
+
+    Several runs combine by the scorecard's majority vote (a tie then abstains, as an invalid
+    verdict does). Shares are of the contested rows the judge answered; missing are counted.
+    None when the version has no contested rows on the split.
+    """
+    qids = [q for q, _, s, _ in contested if s == split]
+    if not qids:
+        return None
+    position = {q: i for i, q in enumerate(qids)}
+    per_run = []
+    for run in runs:
+        labels = np.full(len(qids), None, dtype=object)
+        for q, label in Prediction.objects.filter(run=run, question_id__in=qids).values_list(
+            "question_id", "prediction"
+        ):
+            labels[position[q]] = label
+        per_run.append(labels)
+    if len(per_run) == 1:
+        combined = per_run[0]
+    else:
+        combined = decode_predictions(
+            majority_vote_codes(np.stack([encode_predictions(r) for r in per_run]))
+        )
+    counts = {
+        "model_a": int((combined == MODEL_A).sum()),
+        "model_b": int((combined == MODEL_B).sum()),
+        "tie": int((combined == TIE_LABEL).sum()),
+        "missing": int(np.equal(combined, None).sum()),
+    }
+    answered = len(qids) - counts["missing"]
+    counts["invalid"] = answered - counts["model_a"] - counts["model_b"] - counts["tie"]
+    shares = {
+        k: (round(100 * counts[k] / answered, 2) if answered else None)
+        for k in ("model_a", "model_b", "tie", "invalid")
+    }
+    return {"rows": len(qids), "answered": answered, "counts": counts, "shares": shares}
 
 
 def _tie_margin_figures(
@@ -380,6 +454,7 @@ def scorecard_compute(
     its scorecard. ``rows`` may pass the version's rows already loaded.
     """
     rows = rows if rows is not None else rows_from_version(version)
+    contested = contested_from_version(version)
     runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
     codes = run_codes(runs, rows)
     now = timezone.now()
@@ -420,6 +495,11 @@ def scorecard_compute(
         scalar = _tie_margin_figures([run for run, _ in covered], rows, split)
         if scalar:
             figures["tie_margin"] = scalar
+        on_contested = contested_distribution(
+            runs=[run for run, _ in covered], contested=contested, split=split
+        )
+        if on_contested:
+            figures["contested"] = on_contested
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
