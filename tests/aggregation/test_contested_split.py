@@ -105,6 +105,12 @@ def test_the_build_form_and_the_command_take_the_option(
     job = Job.objects.get(kind=Job.Kind.BUILD_VERSION)
     assert job.status == Job.Status.SUCCEEDED and job.params["include_contested"] is True
     assert DatasetFile.objects.filter(kind="contested", version__number=1).exists()
+    listing = client.get(reverse("versions", args=[project.slug])).content.decode()
+    assert ">contested</span>" in listing and ">contested</a>" in listing
+    detail = client.get(reverse("version-detail", args=[project.slug, 1])).content.decode()
+    assert "contested split: 3 dropped labels" in detail
+    card = client.get(reverse("version-card", args=[project.slug, 1])).content.decode()
+    assert "| Contested split (dropped labels, with votes) | 3 rows |" in card
     call_command(
         "export_dataset", project.slug, "--contested", "--out", str(tmp_path), stderr=io.StringIO()
     )
