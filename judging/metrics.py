@@ -479,13 +479,13 @@ def score_runs(rows: ScoreInput, runs: Sequence[Any], **kw: Any) -> dict:
 
 
 def tie_margin_grid(score_a: np.ndarray, score_b: np.ndarray, points: int = 21) -> list[float]:
-    """0 and the quantiles of the score gaps ``|a - b|``: the margins a sweep tries."""
+    """0 and the quantiles of the score gaps ``|a - b|`` (3 significant digits): the margins."""
     gaps = np.abs(np.asarray(score_a, np.float64) - np.asarray(score_b, np.float64))
     gaps = gaps[~np.isnan(gaps)]
     if not len(gaps):
         return [0.0]
     qs = np.quantile(gaps, np.linspace(0, 1, points))
-    return sorted({0.0, *(float(np.round(q, 6)) for q in qs)})
+    return sorted({0.0, *(float(f"{q:.3g}") for q in qs)})
 
 
 def tie_margin_sweep(
