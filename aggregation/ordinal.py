@@ -400,3 +400,32 @@ def codes_of(values_matrix: np.ndarray, values: Sequence[float]) -> np.ndarray:
         raise ValueError("a rating is not on the scale")
     codes[present] = idx_c
     return codes
+
+
+def ordinal_figures_from_votes(
+    *,
+    annotator: np.ndarray,
+    item: np.ndarray,
+    sample: np.ndarray,
+    value: np.ndarray,
+    values: Sequence[float],
+    **options: Any,
+) -> dict[str, Any]:
+    """:func:`ordinal_figures` of votes in long form: one (annotator, item, sample, value) each.
+
+    ``item`` is any integer key of what is rated (a (sample, criterion) label, or one response
+    of it); ``sample`` is the item's bootstrap cluster. A rater's second vote on an item is an
+    error (the caller passes the votes that count).
+    """
+    annotator = np.asarray(annotator, np.int64)
+    item = np.asarray(item, np.int64)
+    sample = np.asarray(sample, np.int64)
+    raters, rater = np.unique(annotator, return_inverse=True)
+    items, column = np.unique(item, return_inverse=True)
+    if len(np.unique(rater * max(len(items), 1) + column)) != len(item):
+        raise ValueError("a rater has two votes on one item")
+    matrix = np.full((len(raters), len(items)), -1, dtype=np.int64)
+    matrix[rater, column] = codes_of(np.asarray(value, np.float64), values)
+    clusters = np.zeros(len(items), np.int64)
+    clusters[column] = sample
+    return ordinal_figures(matrix, values=values, clusters=clusters, **options)

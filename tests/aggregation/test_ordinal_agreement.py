@@ -195,3 +195,26 @@ def test_undefined_cases_say_why():
 def test_module_stays_free_of_django():
     code = "import sys, aggregation.ordinal; assert 'django' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_votes_in_long_form_give_the_matrix_figures():
+    """Long-form votes (annotator, item, sample, value) equal the rater x item matrix."""
+    values = _values()
+    rater, unit = np.nonzero(~np.isnan(values))
+    figures = ordinal.ordinal_figures_from_votes(
+        annotator=rater * 7 + 3,  # any ids
+        item=unit * 10,
+        sample=unit // 2,
+        value=values[rater, unit],
+        values=SCORES,
+        n_boot=50,
+    )
+    direct = ordinal.ordinal_figures(
+        _codes(), values=SCORES, clusters=np.arange(12) // 2, n_boot=50
+    )
+    for name in ordinal.STATISTICS:
+        assert figures[name] == direct[name]
+    with pytest.raises(ValueError, match="two votes"):
+        ordinal.ordinal_figures_from_votes(
+            annotator=[1, 1], item=[5, 5], sample=[0, 0], value=[1, 2], values=SCORES
+        )
