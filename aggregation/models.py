@@ -24,6 +24,15 @@ class Outcome(models.TextChoices):
         return (cls.KEPT_UNANIMOUS, cls.KEPT_MAJORITY_TIE)
 
 
+class Provenance(models.TextChoices):
+    """How a label's votes were gathered (issue: judge-assisted routing and early stopping)."""
+
+    HUMAN = "human", "Human: the full protocol"
+    EARLY_STOPPED = "early_stopped", "Early-stopped: the remaining votes could not change it"
+    PANEL_HUMAN = "panel_human", "Panel + human: the verifier agreed with the judge panel"
+    PANEL_OVERRULED = "panel_overruled", "Panel overruled: the verifier disagreed, full protocol"
+
+
 class CriterionLabel(models.Model):
     """The aggregated label of one (sample, criterion), rebuilt by the aggregation job."""
 
@@ -39,6 +48,26 @@ class CriterionLabel(models.Model):
         db_default=0,
         help_text="A hash of the votes (ids and choices) and k: the next aggregation skips the "
         "label while it is unchanged.",
+    )
+    provenance = models.CharField(
+        max_length=20, choices=Provenance.choices, default=Provenance.HUMAN, db_default="human"
+    )
+    median_grade = models.FloatField(
+        null=True, blank=True, help_text="Graded scale: the median of the votes' grades."
+    )
+    mean_score_a = models.FloatField(
+        null=True, blank=True, help_text="Pointwise scale: the mean score of response A."
+    )
+    mean_score_b = models.FloatField(
+        null=True, blank=True, help_text="Pointwise scale: the mean score of response B."
+    )
+    soft_label = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Graded and pointwise scales: the votes' distribution, {grade: count} or "
+            "per-response {score: count}."
+        ),
     )
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     computed_at = models.DateTimeField()

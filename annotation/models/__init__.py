@@ -1,11 +1,14 @@
 from .choices import (
     Choice,
+    LabelScale,
     PairType,
     RevisionWindow,
+    RoutingPolicy,
     Split,
     WorkOrder,
 )
 from .criteria_history import CriterionChange
+from .panel import PanelLabel
 from .project import Criterion, Project, ProjectMember
 from .sample import ReferenceLabel, Sample, SampleStatus
 from .skip import Skip
@@ -15,12 +18,15 @@ __all__ = [
     "Choice",
     "Criterion",
     "CriterionChange",
+    "LabelScale",
     "PairType",
+    "PanelLabel",
     "ProblemReport",
     "Project",
     "ProjectMember",
     "ReferenceLabel",
     "RevisionWindow",
+    "RoutingPolicy",
     "Sample",
     "SampleStatus",
     "Skip",

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from .. import splits
+from .. import scales, splits
 
 
 class Split(models.TextChoices):
@@ -34,3 +34,21 @@ class RevisionWindow(models.TextChoices):
     UNTIL_AGGREGATION = "until_aggregation", "Until the sample's next aggregation"
     UNTIL_COMPLETE = "until_complete", "Not after completing the sample"
     ALWAYS = "always", "Always"
+
+
+class LabelScale(models.TextChoices):
+    """How annotators answer each (sample, criterion); rules in annotation/scales.py."""
+
+    PAIRWISE = scales.PAIRWISE, scales.LABELS[scales.PAIRWISE]
+    GRADED = scales.GRADED, scales.LABELS[scales.GRADED]
+    POINTWISE = scales.POINTWISE, scales.LABELS[scales.POINTWISE]
+
+
+class RoutingPolicy(models.TextChoices):
+    """Whether a judge panel's pre-labels change how many humans an item asks."""
+
+    OFF = "off", "Off: every item gets the full protocol"
+    PANEL_VERIFIER = (
+        "panel_verifier",
+        "Where the panel is unanimous and position-consistent, ask 1 human to verify",
+    )

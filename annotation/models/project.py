@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from .choices import RevisionWindow, Split, WorkOrder
+from .choices import LabelScale, RevisionWindow, RoutingPolicy, Split, WorkOrder
 
 
 class Project(models.Model):
@@ -51,6 +51,35 @@ class Project(models.Model):
             "calibrated asks for confirmation."
         ),
     )
+    label_scale = models.CharField(
+        max_length=20,
+        choices=LabelScale.choices,
+        default=LabelScale.PAIRWISE,
+        help_text="How annotators answer; fixed once formal annotation has started.",
+    )
+    early_stopping = models.BooleanField(
+        default=False,
+        help_text=(
+            "Do not ask for the remaining votes of a (sample, criterion) whose votes so far "
+            "can no longer make a kept label (audit samples always get every vote)."
+        ),
+    )
+    routing_policy = models.CharField(
+        max_length=20,
+        choices=RoutingPolicy.choices,
+        default=RoutingPolicy.OFF,
+        help_text="Judge-assisted routing of items the judge panel agrees on.",
+    )
+    audit_share = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0.200"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text="Share of samples that always get the full protocol (drawn reproducibly).",
+    )
+    audit_seed = models.PositiveIntegerField(
+        default=0, help_text="Seed of the audit draw (annotation/audit.py)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -62,6 +91,10 @@ class Project(models.Model):
             models.CheckConstraint(
                 condition=models.Q(tie_cap__gte=0) & models.Q(tie_cap__lte=1),
                 name="project_tie_cap_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(audit_share__gte=0) & models.Q(audit_share__lte=1),
+                name="project_audit_share_range",
             ),
         ]
 
@@ -89,6 +122,11 @@ class Criterion(models.Model):
     name = models.CharField(max_length=120)
     description = models.TextField(help_text="Markdown: what to reward and what to penalize.")
     order = models.PositiveSmallIntegerField(default=0)
+    rubric = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Pointwise scale: what each score means, {"1": "...", ..., "5": "..."}.',
+    )
     removed_at = models.DateTimeField(null=True, blank=True)
 
     objects = LiveCriteria()

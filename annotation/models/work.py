@@ -63,6 +63,17 @@ class Vote(models.Model):
     )
     round = models.PositiveSmallIntegerField(default=FORMAL_ROUND)
     choice = models.CharField(max_length=3, choices=Choice.choices)
+    grade = models.SmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Graded scale: +2 A much better .. 0 tie .. -2 B much better (canonical A/B).",
+    )
+    score_a = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Pointwise scale: response A's score, 1-5."
+    )
+    score_b = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Pointwise scale: response B's score, 1-5."
+    )
     rationale = models.TextField()
     seconds = models.FloatField(default=0)
     shown_swapped = models.BooleanField(default=False)
@@ -77,6 +88,15 @@ class Vote(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["sample", "criterion", "annotator", "round"], name="vote_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(grade__isnull=True) | models.Q(grade__gte=-2, grade__lte=2),
+                name="vote_grade_range",
+            ),
+            models.CheckConstraint(
+                condition=(models.Q(score_a__isnull=True) & models.Q(score_b__isnull=True))
+                | models.Q(score_a__gte=1, score_a__lte=5, score_b__gte=1, score_b__lte=5),
+                name="vote_scores_range",
             ),
         ]
         indexes = [
@@ -98,6 +118,9 @@ class VoteRevision(models.Model):
 
     vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="revisions")
     choice = models.CharField(max_length=3, choices=Choice.choices)
+    grade = models.SmallIntegerField(null=True, blank=True)
+    score_a = models.PositiveSmallIntegerField(null=True, blank=True)
+    score_b = models.PositiveSmallIntegerField(null=True, blank=True)
     rationale = models.TextField()
     seconds = models.FloatField(default=0)
     recorded_at = models.DateTimeField()
