@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('aggregation', '0005_version_lead_notes'),
+        ('aggregation', '0006_label_provenance_and_scales'),
     ]
 
     operations = [
