@@ -38,6 +38,7 @@ from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
+from .ordinal_agreement import ordinal_snapshot_figures
 
 Progress = Callable[..., None]
 
@@ -372,6 +373,11 @@ def project_aggregate(
             figures = None
             if not unchanged:
                 figures = _agreement(votes, items, criteria, k, names, **options)
+                ordinal = ordinal_snapshot_figures(
+                    project=project, votes=_formal_votes(project, s, criteria), **options
+                )
+                if ordinal is not None:
+                    figures["ordinal"] = ordinal
                 figures = {
                     "split": s,
                     **figures,

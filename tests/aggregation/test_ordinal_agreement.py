@@ -218,3 +218,99 @@ def test_votes_in_long_form_give_the_matrix_figures():
         ordinal.ordinal_figures_from_votes(
             annotator=[1, 1], item=[5, 5], sample=[0, 0], value=[1, 2], values=SCORES
         )
+
+
+# --- the aggregation job and the dashboard --------------------------------------------------
+
+
+def _graded_project(project, annotators):
+    """Graded votes: 12 samples x 5 criteria, 3 annotators each, grades near a true grade."""
+    from annotation import scales
+    from annotation.models import Vote
+    from tests.aggregation.votes import criteria_of
+    from tests.conftest import make_sample
+
+    project.label_scale = scales.GRADED
+    project.save(update_fields=["label_scale"])
+    rng = np.random.default_rng(3)
+    crits = criteria_of(project)
+    expected = []  # (annotator id, item, sample, grade)
+    for i in range(12):
+        sample = make_sample(project, f"g{i}")
+        trio = [annotators[(i + d) % 5] for d in range(3)]
+        for criterion in crits:
+            truth = int(rng.integers(-2, 3))
+            for user in trio:
+                grade = int(np.clip(truth + rng.integers(-1, 2), -2, 2))
+                Vote.objects.create(
+                    sample=sample, criterion=criterion, annotator=user, round=0,
+                    choice=scales.choice_from_grade(grade), grade=grade,
+                    rationale="r", seconds=5.0,
+                )  # fmt: skip
+                expected.append((user.pk, sample.pk * 1000 + criterion.pk, sample.pk, grade))
+    return np.array(expected)
+
+
+@pytest.mark.django_db
+def test_the_aggregation_job_stores_the_grades_ordinal_figures(project, annotators):
+    from aggregation.models import AgreementSnapshot
+    from aggregation.services.aggregate import project_aggregate
+
+    expected = _graded_project(project, annotators)
+    project_aggregate(project=project, split="open_ended", min_overlap=5, n_boot=40, seed=0)
+    figures = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    ordinal_part = figures["ordinal"]
+    assert ordinal_part["scale"] == "graded" and set(ordinal_part) == {"scale", "grades"}
+    grades = ordinal_part["grades"]
+    assert grades["items"] == 60 and grades["samples"] == 12 and grades["votes"] == 180
+    direct = ordinal.ordinal_figures_from_votes(
+        annotator=expected[:, 0], item=expected[:, 1], sample=expected[:, 2],
+        value=expected[:, 3], values=GRADES, n_boot=40, min_overlap=5,
+    )  # fmt: skip
+    for name in ordinal.STATISTICS:
+        assert grades[name]["value"] == pytest.approx(direct[name]["value"], abs=TOL)
+        assert grades[name]["ci"] == pytest.approx(direct[name]["ci"], abs=TOL)
+
+
+@pytest.mark.django_db
+def test_a_pointwise_split_has_scores_and_differences_and_the_dashboard_shows_them(
+    client, project, annotators, lead
+):
+    from django.urls import reverse
+
+    from aggregation.models import AgreementSnapshot
+    from aggregation.services.aggregate import project_aggregate
+    from annotation import scales
+    from annotation.models import Vote
+    from tests.aggregation.votes import criteria_of
+    from tests.conftest import make_sample
+
+    project.label_scale = scales.POINTWISE
+    project.save(update_fields=["label_scale"])
+    crit = criteria_of(project)[0]
+    table = [(5, 1), (4, 2), (3, 3), (2, 4)]  # each annotator's (score_a, score_b) offsets
+    for i in range(4):
+        sample = make_sample(project, f"pw{i}")
+        for d, user in enumerate(annotators[:3]):
+            a, b = table[(i + d) % 4]
+            Vote.objects.create(
+                sample=sample, criterion=crit, annotator=user, round=0,
+                choice=scales.choice_from_scores(a, b), score_a=a, score_b=b,
+                rationale="r", seconds=5.0,
+            )  # fmt: skip
+    project_aggregate(project=project, split="open_ended", min_overlap=2, n_boot=20)
+    part = AgreementSnapshot.objects.get(project=project, split="open_ended").figures["ordinal"]
+    assert part["scale"] == "pointwise"
+    assert part["scores"]["items"] == 8 and part["scores"]["votes"] == 24
+    assert part["differences"]["items"] == 4 and part["differences"]["votes"] == 12
+    assert part["differences"]["values"] == list(range(-4, 5))
+    values = np.array(
+        [[a - b for a, b in (table[(i + d) % 4] for i in range(4))] for d in range(3)]
+    )
+    ref = krippendorff.alpha(values.astype(float), level_of_measurement="interval")
+    assert part["differences"]["alpha_interval"]["value"] == pytest.approx(ref, abs=TOL)
+    client.force_login(lead)
+    page = client.get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert "Ordinal agreement · Each response" in page
+    assert "Ordinal agreement · Score difference A − B" in page
+    assert "Gwet&#x27;s AC2, quadratic weights" in page
