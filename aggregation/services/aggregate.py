@@ -38,7 +38,7 @@ from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
-from .ordinal_agreement import ordinal_snapshot_figures
+from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
 
 Progress = Callable[..., None]
 
@@ -366,7 +366,10 @@ def project_aggregate(
             items = _label_items(votes, criteria, k)
             names = _rater_names(votes)
             options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
-            inputs = _inputs_digest(votes, criteria, k, names, options)
+            scale_inputs = ordinal_inputs_digest(
+                project=project, votes=_formal_votes(project, s, criteria)
+            )
+            inputs = _inputs_digest(votes, criteria, k, names, {**options, "scale": scale_inputs})
             snapshot = AgreementSnapshot.objects.filter(project=project, split=s).first()
             unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
             now = timezone.now()

@@ -14,6 +14,7 @@ The statistics and their sample-cluster bootstrap are :mod:`aggregation.ordinal`
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,26 @@ def ordinal_snapshot_figures(
             ),
         }
     return None
+
+
+def ordinal_inputs_digest(*, project: Project, votes: Any) -> str | None:
+    """A digest of the grades or scores of ``votes`` (None for a pairwise project).
+
+    The agreement snapshot is recomputed when its inputs change; a revised grade (A>B to A≫B)
+    leaves the pairwise choice as it was, so the grades and scores enter the inputs too.
+    """
+    fields = {
+        scales.GRADED: ["id", "grade"],
+        scales.POINTWISE: ["id", "score_a", "score_b"],
+    }.get(project.label_scale)
+    if fields is None:
+        return None
+    present = votes.exclude(**{f"{fields[1]}__isnull": True}).order_by("id")
+    cols = read_int_columns(present, fields)
+    digest = hashlib.sha256(project.label_scale.encode())
+    for name in fields:
+        digest.update(np.ascontiguousarray(cols[name], dtype=np.int64).tobytes())
+    return digest.hexdigest()
 
 
 def _item_key(sample: np.ndarray, criterion: np.ndarray) -> np.ndarray:

@@ -314,3 +314,26 @@ def test_a_pointwise_split_has_scores_and_differences_and_the_dashboard_shows_th
     assert "Ordinal agreement · Each response" in page
     assert "Ordinal agreement · Score difference A − B" in page
     assert "Gwet&#x27;s AC2, quadratic weights" in page
+
+
+@pytest.mark.django_db
+def test_a_revised_grade_with_the_same_choice_refreshes_the_figures(project, annotators):
+    from aggregation.models import AgreementSnapshot
+    from aggregation.services.aggregate import project_aggregate
+    from annotation.models import Vote
+
+    _graded_project(project, annotators)
+    project_aggregate(project=project, split="open_ended", min_overlap=5, n_boot=0)
+    before = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    again = project_aggregate(project=project, split="open_ended", min_overlap=5, n_boot=0)
+    assert again["splits"]["open_ended"]["agreement"] == "unchanged"
+    vote = Vote.objects.filter(grade=1).order_by("id").first()
+    Vote.objects.filter(pk=vote.pk).update(grade=2)  # still A: the choice is unchanged
+    rerun = project_aggregate(project=project, split="open_ended", min_overlap=5, n_boot=0)
+    assert rerun["splits"]["open_ended"]["agreement"] == "computed"
+    after = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    assert after["cohen"] == before["cohen"]  # the nominal figures see the same choices
+    assert (
+        after["ordinal"]["grades"]["alpha_interval"]
+        != before["ordinal"]["grades"]["alpha_interval"]
+    )
