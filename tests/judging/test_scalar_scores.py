@@ -232,6 +232,11 @@ def test_the_api_takes_scores_and_a_margin(lead, version):
     )
     assert response.status_code == 201, response.content
     assert response.json()["runs"][0]["stats"]["ties"] == 1
+    detail = api.get(
+        reverse("api-scorecard", args=[version.project.slug, version.number, "open_ended", "rm"])
+    ).json()
+    assert detail["figures"]["tie_margin"]["tie_margin"] == 0.5
+    assert detail["figures"]["tie_margin"]["ties"] == 1
     bad = api.post(
         url,
         {"judge": "rm2", "predictions": [{"question_id": "p1__logic", "score_a": 1}]},
