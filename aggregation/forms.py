@@ -111,6 +111,7 @@ class VersionBuildForm(forms.Form):
 
     include_votes = CheckboxField()
     include_seeds = CheckboxField()
+    include_contested = CheckboxField()
 
 
 #: The longest notes a lead may keep on a dataset version.

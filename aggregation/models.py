@@ -217,6 +217,7 @@ class DatasetFile(models.Model):
         JSONL_ZIP = "jsonl_zip", "JSONL + images (zip)"
         PARQUET = "parquet", "Parquet with embedded images"
         MANIFEST = "manifest", "Manifest"
+        CONTESTED = "contested", "Contested split: dropped labels with their votes (JSONL)"
 
     version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="files")
     kind = models.CharField(max_length=10, choices=Kind.choices)

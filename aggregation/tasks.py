@@ -43,6 +43,7 @@ def _build_version(job: Job, progress: Any) -> dict[str, Any]:
         by=by,
         include_votes=bool(params.get("include_votes")),
         include_seeds=params.get("include_seeds"),
+        include_contested=bool(params.get("include_contested")),
         job=job,
         progress=progress,
     )

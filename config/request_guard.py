@@ -35,10 +35,19 @@ def wants_json(request: HttpRequest) -> bool:
     )
 
 
-def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    """The error as ``{"detail": message}`` for the API, as a page otherwise."""
+def refusal(
+    request: HttpRequest, status: int, title: str, message: str, *, field: str | None = None
+) -> HttpResponse:
+    """The error as ``{"detail": message}`` for the API, as a page otherwise.
+
+    With ``field`` the API body also lists it as ``errors`` (line, field, message), the shape
+    of the API's other 400 answers about a field.
+    """
     if wants_json(request):
-        response = JsonResponse({"detail": message}, status=status)
+        body: dict[str, Any] = {"detail": message}
+        if field is not None:
+            body["errors"] = [{"line": None, "field": field, "message": message}]
+        response = JsonResponse(body, status=status)
     else:
         html = render_to_string(
             "request_refused.html", {"title": title, "message": message}, request=request
@@ -121,6 +130,7 @@ class RequestGuardMiddleware:
                         "Bad request",
                         f"The form field {shown!r} contains a NUL character, which no field "
                         "accepts.",
+                        field=shown,
                     )
         return None
 

@@ -9,6 +9,7 @@ are not read from Parquet, so the embedded images are never loaded.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,22 @@ def rows_from_version(version: Any) -> ScoreInput:
         raise DatasetFileError(f"dataset version {version} has no rows")
     columns = list(zip(*values, strict=True))
     return ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(fields, columns, strict=True)})
+
+
+def contested_from_version(version: Any) -> list[tuple[str, str, str, str]]:
+    """(question_id, prompt_id, split, criterion) of a version's contested split, if exported."""
+    from aggregation.models import DatasetFile
+
+    record = DatasetFile.objects.filter(version=version, kind=DatasetFile.Kind.CONTESTED).first()
+    if record is None:
+        return []
+    out = []
+    with record.file.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                row = json.loads(raw)
+                out.append((row["question_id"], row["prompt_id"], row["split"], row["criterion"]))
+    return out
 
 
 def resolve_dataset(spec: str, *, skipped: list[str] | None = None) -> tuple[ScoreInput, str]:

@@ -43,13 +43,22 @@ class PredictionsUploadForm(forms.Form):
         label="Predictions file",
         help_text=(
             "JSONL or CSV: question_id + prediction, or prompt_id + criterion + prediction, "
-            "or the raw judge text in output or critic (the official judge outputs)."
+            "or the raw judge text in output or critic (the official judge outputs); "
+            "or a scalar judge's score_a + score_b, or response (a / b) + score per line."
         ),
     )
     split = forms.ChoiceField(
         required=False,
         choices=[("", "All splits"), *Split.choices],
         help_text="Limit the upload to one split: lines of the other split refuse the file.",
+    )
+    tie_margin = forms.FloatField(
+        required=False,
+        min_value=0,
+        initial=0,
+        label="Tie margin δ",
+        help_text="For a file of scores (score_a + score_b, or response + score): "
+        "|score_a − score_b| ≤ δ is a tie, which counts as wrong. Ignored for verdicts.",
     )
     lenient = forms.BooleanField(
         required=False,
@@ -63,6 +72,10 @@ class PredictionsUploadForm(forms.Form):
         if not judge:
             raise forms.ValidationError("Give the judge a name.")
         return judge
+
+    def clean_tie_margin(self) -> float:
+        value = self.cleaned_data.get("tie_margin")
+        return 0.0 if value is None else float(value)
 
     def clean_template_hash(self) -> str:
         return self.cleaned_data["template_hash"].strip()

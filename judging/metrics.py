@@ -53,6 +53,8 @@ from aggregation.bootstrap import resample_counts
 MODEL_A = "model_a"
 MODEL_B = "model_b"
 INVALID_LABEL = "invalid"
+#: A scalar judge's verdict when its two scores are within the tie margin: wrong, like invalid.
+TIE_LABEL = "tie"
 
 MISSING = -1
 INVALID = 0
@@ -474,3 +476,50 @@ def score_runs(rows: ScoreInput, runs: Sequence[Any], **kw: Any) -> dict:
     per_run = [{split: by_split[split][i] for split in by_split} for i in range(len(runs))]
     vote = {split: results[-1] for split, results in by_split.items()}
     return {"runs": per_run, "vote": vote, "n_runs": len(runs)}
+
+
+def tie_margin_grid(score_a: np.ndarray, score_b: np.ndarray, points: int = 21) -> list[float]:
+    """0 and the quantiles of the score gaps ``|a - b|`` (3 significant digits): the margins."""
+    gaps = np.abs(np.asarray(score_a, np.float64) - np.asarray(score_b, np.float64))
+    gaps = gaps[~np.isnan(gaps)]
+    if not len(gaps):
+        return [0.0]
+    qs = np.quantile(gaps, np.linspace(0, 1, points))
+    return sorted({0.0, *(float(f"{q:.3g}") for q in qs)})
+
+
+def tie_margin_sweep(
+    rows: ScoreInput,
+    score_a: np.ndarray,
+    score_b: np.ndarray,
+    *,
+    split: str,
+    margins: Sequence[float] | None = None,
+) -> list[dict]:
+    """Point figures (no CIs) of a scalar judge on ``split`` at each tie margin δ.
+
+    Each point: ``margin``, ``overall``, ``avg``, ``pacc``, ``tos``, ``cmr`` (percent or None)
+    and ``ties`` (rows of the split whose scores are within δ) out of ``scored``.
+    """
+    from .parsing import verdicts_from_scores
+
+    mask = rows.split == split
+    a = np.asarray(score_a, np.float64)
+    b = np.asarray(score_b, np.float64)
+    if margins is None:
+        margins = tie_margin_grid(a[mask], b[mask])
+    scored = int((mask & ~np.isnan(a - b)).sum())
+    points = []
+    for margin in margins:
+        labels = verdicts_from_scores(a, b, margin)
+        fig = score_split(rows, labels, split=split, n_boot=0)
+        points.append(
+            {
+                "margin": float(margin),
+                **{k: (fig.get(k) or {}).get("value") for k in ("overall", "avg", "pacc")},
+                **{k: (fig.get(k) or {}).get("value") for k in ("tos", "cmr")},
+                "ties": int((labels[mask] == TIE_LABEL).sum()),
+                "scored": scored,
+            }
+        )
+    return points

@@ -45,8 +45,12 @@ class JudgeRun(models.Model):
 class Prediction(models.Model):
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="predictions")
     question_id = models.CharField(max_length=300)
-    prediction = models.CharField(max_length=20, help_text="model_a, model_b, or invalid.")
+    prediction = models.CharField(
+        max_length=20, help_text="model_a, model_b, invalid, or tie (a scalar judge's scores)."
+    )
     raw_output = models.TextField(blank=True)
+    score_a = models.FloatField(null=True, blank=True, help_text="A scalar judge's score of A.")
+    score_b = models.FloatField(null=True, blank=True, help_text="A scalar judge's score of B.")
 
     class Meta:
         constraints = [

@@ -8,6 +8,14 @@ judge and ``judge`` may name it. A ``split`` field may use any spelling ``split_
 A prediction that cannot be read is kept as ``invalid`` (it counts as wrong) and listed in
 ``unparsable``.
 
+A scalar judge's file gives scores instead of verdicts, in one of two row formats (one per file,
+never mixed with verdict lines): ``score_a`` and ``score_b`` on the row's line (a reward model
+scoring the pair), or ``response`` (``a`` / ``b``, or ``model_a`` / ``model_b``) and ``score``,
+one line per response (a pointwise judge, e.g. 1-5 per response; both responses of a row must
+be scored). Scores are finite numbers (JSON numbers, or numeric CSV cells). The verdict is derived
+with the tie margin ``tie_margin`` (``judging.parsing.verdicts_from_scores``): a tie counts as
+wrong, and the scores are kept (``scores``) for the margin sweep on the scorecard.
+
 Errors name the line and field: malformed lines always, and unknown ids, duplicate rows and
 rows of another split unless ``lenient=True``, which skips those lines and reports them in
 ``warnings`` with counts. The read goes on past a bad line and then refuses the file with every
@@ -20,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -41,41 +49,61 @@ from annotation.importing.limits import (
 from annotation.splits import split_key
 from core.text import counted
 from judging.errors import PredictionsFileError, PredictionsFileRejected
-from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, ScoreInput
-from judging.parsing import parse_judge_output
+from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, TIE_LABEL, ScoreInput
+from judging.parsing import parse_judge_output, tie_margin_problem, verdicts_from_scores
 
 ProgressFn = Callable[[int, int | None], None]
 #: Fields holding the judge's raw text, in the order they are looked at.
 RAW_FIELDS = ("output", "critic")
 _EXPLICIT = {"model_a": MODEL_A, "model_b": MODEL_B, "a": MODEL_A, "b": MODEL_B}
 # Short fields of a line; anything else (prediction, output, extra columns) may be long.
-_NAME_FIELDS = ("question_id", "prompt_id", "criterion", "judge", "split", "run")
+_NAME_FIELDS = ("question_id", "prompt_id", "criterion", "judge", "split", "run", "response")
+#: A scalar judge's fields: both scores on one line, or one response's score per line.
+PAIR_SCORE_FIELDS = ("score_a", "score_b")
+SCORE_FIELD = "score"
+_RESPONSE_SIDE = {"a": 0, "model_a": 0, "1": 0, "b": 1, "model_b": 1, "2": 1}
 RUN_MAX = 32767
 _EXCERPT = 200
 _PROGRESS_EVERY = 10_000
 
 
 class DatasetIndex:
-    """Row lookups of a dataset: question_id -> position, (prompt_id, criterion) -> position."""
+    """Row lookups of a dataset: question_id -> position, (prompt_id, criterion) -> position.
 
-    def __init__(self, rows: ScoreInput):
+    ``contested`` rows (question_id, prompt_id, split, criterion) of the version's contested
+    split follow the scored rows (positions ``n_rows`` and up): a prediction for one is read
+    and kept apart (``ParsedPredictions.contested``), never scored.
+    """
+
+    def __init__(self, rows: ScoreInput, contested: Sequence[tuple[str, str, str, str]] = ()):
         self.rows = rows
+        self.n_rows = len(rows)
         self.by_qid = rows.index()
         self.split = rows.split.tolist()
         self.question_id = rows.question_id.tolist()
+        self.contested = list(contested)
+        if self.contested:
+            self.by_qid = dict(self.by_qid)  # the rows' cached index stays as it is
+            for i, (qid, _, split, _) in enumerate(self.contested):
+                self.by_qid.setdefault(qid, self.n_rows + i)
+                self.split.append(split)
+                self.question_id.append(qid)
 
     @cached_property
     def by_cell(self) -> dict[tuple[str, str], int]:
         """(prompt_id, criterion) -> position, built only for files that address rows that way."""
-        return {
+        cells = {
             (p, c): i
             for i, (p, c) in enumerate(
                 zip(self.rows.prompt_id.tolist(), self.rows.criterion.tolist(), strict=True)
             )
         }
+        for i, (_, prompt, _, criterion) in enumerate(self.contested):
+            cells.setdefault((prompt, criterion), self.n_rows + i)
+        return cells
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.n_rows + len(self.contested)
 
 
 @dataclass(frozen=True)
@@ -100,6 +128,13 @@ class ParsedPredictions:
     counts: dict[str, int]
     missing: dict[int, int] = field(default_factory=dict)
     invalid: dict[int, int] = field(default_factory=dict)
+    #: A scalar judge's (rows x 2) score_a / score_b per run (NaN where not scored).
+    scores: dict[int, np.ndarray] = field(default_factory=dict)
+    tie_margin: float | None = None
+    ties: dict[int, int] = field(default_factory=dict)
+    #: Labels per run on the contested rows (``DatasetIndex.contested`` order), never scored.
+    contested: dict[int, np.ndarray] = field(default_factory=dict)
+    contested_scores: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def run_indices(self) -> list[int]:
@@ -113,7 +148,15 @@ class ParsedPredictions:
         """JSON counts for one run (or all runs) as stored on JudgeRun.stats."""
         runs = [run] if run is not None else self.run_indices
         listed = [u for u in self.unparsable if u.run in runs]
+        scalar = {}
+        if self.scores:
+            scalar = {
+                "scored": True,
+                "tie_margin": self.tie_margin,
+                "ties": sum(self.ties.get(r, 0) for r in runs),
+            }
         return {
+            **scalar,
             **self.counts,
             "runs": runs,
             "missing": sum(self.missing[r] for r in runs),
@@ -237,9 +280,13 @@ def _csv_lines(handle: IO[str]) -> Iterator[Line]:
         raise PredictionsFileError(
             "the header needs question_id, or prompt_id and criterion", line=1, field="question_id"
         )
-    if "prediction" not in header and not set(RAW_FIELDS) & set(header):
+    scores = set(PAIR_SCORE_FIELDS) <= set(header) or {"response", SCORE_FIELD} <= set(header)
+    if "prediction" not in header and not set(RAW_FIELDS) & set(header) and not scores:
         raise PredictionsFileError(
-            "the header needs a prediction, output or critic column", line=1, field="prediction"
+            "the header needs a prediction, output or critic column, or score_a and score_b, "
+            "or response and score",
+            line=1,
+            field="prediction",
         )
     start = reader.line_num + 1
     for cells in reader:
@@ -301,6 +348,63 @@ def _run_index(value: Any, line: int) -> int:
     return run
 
 
+def _score_value(value: Any, line: int, field_name: str) -> float:
+    """A score: a finite JSON number or a numeric CSV cell."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None or not np.isfinite(number):
+        raise PredictionsFileError(
+            f"must be a finite number, got {shown_value(value)}", line=line, field=field_name
+        )
+    return number
+
+
+def _line_scores(record: dict, line: int) -> tuple[tuple[int, float], ...] | None:
+    """The (side, score) pairs a line gives, or None for a line of verdicts."""
+    given = {f: record.get(f) for f in (*PAIR_SCORE_FIELDS, SCORE_FIELD)}
+    present = {f for f, v in given.items() if not _blank(v)}
+    if not present:
+        return None
+    verdict = next((f for f in ("prediction", *RAW_FIELDS) if not _blank(record.get(f))), None)
+    if verdict is not None:
+        raise PredictionsFileError(
+            f"a line gives a verdict ({verdict}) or scores, not both", line=line, field=verdict
+        )
+    if SCORE_FIELD in present:
+        if present & set(PAIR_SCORE_FIELDS):
+            raise PredictionsFileError(
+                "give score_a and score_b, or response and score, not both",
+                line=line,
+                field=SCORE_FIELD,
+            )
+        response = record.get("response")
+        side = None if _blank(response) else _RESPONSE_SIDE.get(str(response).strip().lower())
+        if side is None:
+            raise PredictionsFileError(
+                f"must be a or b (model_a or model_b), got {shown_value(response)}",
+                line=line,
+                field="response",
+            )
+        return ((side, _score_value(given[SCORE_FIELD], line, SCORE_FIELD)),)
+    for f in PAIR_SCORE_FIELDS:
+        if f not in present:
+            other = "score_a" if f == "score_b" else "score_b"
+            raise PredictionsFileError(
+                f"a line with {other} needs {f} (or one line per response with response and score)",
+                line=line,
+                field=f,
+            )
+    return tuple(
+        (side, _score_value(given[f], line, f)) for side, f in enumerate(PAIR_SCORE_FIELDS)
+    )
+
+
 def _problem(exc: PredictionsFileError) -> Problem:
     return Problem(exc.line, exc.field or "", exc.message)
 
@@ -312,8 +416,16 @@ def read_predictions(
     lenient: bool = False,
     split: str | None = None,
     progress: ProgressFn | None = None,
+    tie_margin: float = 0.0,
 ) -> ParsedPredictions:
-    """Read predictions aligned to the dataset rows; ``split`` limits the rows in scope."""
+    """Read predictions aligned to the dataset rows; ``split`` limits the rows in scope.
+
+    ``tie_margin`` is the δ that turns a scalar judge's scores into verdicts (ignored for a
+    file of verdicts).
+    """
+    margin_problem = tie_margin_problem(tie_margin)
+    if margin_problem:
+        raise PredictionsFileError(margin_problem, field="tie_margin")
     index = (
         dataset_index if isinstance(dataset_index, DatasetIndex) else DatasetIndex(dataset_index)
     )
@@ -327,6 +439,9 @@ def read_predictions(
     judge: str | None = None
     judge_line = 0
     lines = accepted = 0
+    scores: dict[int, np.ndarray] = {}
+    score_lines: dict[tuple[int, int, int], int] = {}  # (run, row, side) -> line
+    kind_line: dict[str, int] = {}  # "scores" / "verdicts" -> first line of that kind
 
     problems = ProblemList()
 
@@ -397,6 +512,12 @@ def read_predictions(
                     field="judge",
                 )
 
+        record_scores = _line_scores(record, line)
+        if record_scores is not None:
+            take_scores(line, run, pos, qid, record_scores)
+            return
+        note_kind("verdicts", line, "prediction")
+
         if (run, pos) in first_line:
             reject(
                 "duplicate",
@@ -433,6 +554,41 @@ def read_predictions(
         first_line[run, pos] = line
         accepted += 1
 
+    def note_kind(kind: str, line: int, field_name: str) -> None:
+        kind_line.setdefault(kind, line)
+        other = "verdicts" if kind == "scores" else "scores"
+        if other in kind_line:
+            raise PredictionsFileError(
+                f"this line gives {kind} but line {kind_line[other]} gives {other}; "
+                "a file holds verdicts or scores, not both",
+                line=line,
+                field=field_name,
+            )
+
+    def take_scores(
+        line: int, run: int, pos: int, qid: str, found: tuple[tuple[int, float], ...]
+    ) -> None:
+        nonlocal accepted
+        note_kind("scores", line, "score_a" if len(found) == 2 else SCORE_FIELD)
+        for side, _ in found:
+            if (run, pos, side) in score_lines:
+                first = score_lines[run, pos, side]
+                which = "ab"[side]
+                reject(
+                    "duplicate",
+                    f"second score of response {which} for {qid!r} in run {run} "
+                    f"(first on line {first})",
+                    line=line,
+                    field_name="score_a" if len(found) == 2 else "response",
+                )
+                return
+        if run not in scores:
+            scores[run] = np.full((n_rows, 2), np.nan)
+        for side, value in found:
+            scores[run][pos, side] = value
+            score_lines[run, pos, side] = line
+        accepted += 1
+
     total_lines = _line_count(handle) if progress is not None else None
     with handle:
         fmt = _detect_format(handle, name)
@@ -451,8 +607,31 @@ def read_predictions(
         except PredictionsFileError as exc:  # the file cannot be read on: list it last
             problems.add(_problem(exc))
 
+    for (run, pos, side), line in score_lines.items():
+        if (run, pos, 1 - side) not in score_lines:
+            problems.add(
+                Problem(
+                    line,
+                    "response",
+                    f"row {index.question_id[pos]!r} has a score for response {'ab'[side]} only "
+                    f"in run {run}; give both responses' scores",
+                )
+            )
     if problems:
         raise PredictionsFileRejected(problems.items, more=problems.more)
+
+    ties: dict[int, int] = {}
+    kept = index.n_rows
+    for run, pair in scores.items():
+        labels = verdicts_from_scores(pair[:, 0], pair[:, 1], tie_margin)
+        runs[run] = labels
+        raw_outputs[run] = {}
+        ties[run] = int((labels[:kept] == TIE_LABEL).sum())
+    contested = {r: a[kept:] for r, a in runs.items()}
+    contested_scores = {r: a[kept:] for r, a in scores.items()}
+    runs = {r: a[:kept] for r, a in runs.items()}
+    scores = {r: a[:kept] for r, a in scores.items()}
+    n_rows = kept
 
     if not runs:
         raise PredictionsFileError(f"{name or 'the file'} has no predictions for the dataset")
@@ -489,4 +668,9 @@ def read_predictions(
         counts=counts,
         missing=missing,
         invalid=invalid,
+        scores=scores,
+        tie_margin=float(tie_margin) if scores else None,
+        ties=ties,
+        contested=contested if index.contested else {},
+        contested_scores=contested_scores if index.contested else {},
     )

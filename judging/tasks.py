@@ -32,6 +32,7 @@ def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
                 lenient=bool(params.get("lenient")),
                 split=params.get("split") or None,
                 template_hash=params.get("template_hash") or "",
+                tie_margin=float(params.get("tie_margin") or 0.0),
                 job=job,
                 progress=progress,
             )

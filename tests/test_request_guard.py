@@ -163,3 +163,16 @@ def test_a_nul_in_a_form_field_is_a_400_naming_the_field(client, annotator, proj
     response = client.post(url, "rationale=ok%00", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 400
     assert response["X-Refusal-Message"].startswith("The form field 'rationale' contains a NUL")
+
+
+def test_an_api_form_field_with_a_nul_lists_the_field_as_the_upload_errors_do(client, project):
+    """The predictions API documents 400 as detail + errors; the guard's answer has both."""
+    make_version(project)
+    url = reverse("api-predictions-submit", args=[project.slug, 1])
+    response = client.post(url, {"judge": "x", "template_hash": "\x00"})
+    assert response.status_code == 400
+    message = "The form field 'template_hash' contains a NUL character, which no field accepts."
+    assert response.json() == {
+        "detail": message,
+        "errors": [{"line": None, "field": "template_hash", "message": message}],
+    }

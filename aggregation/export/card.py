@@ -161,6 +161,11 @@ def dataset_card(
         ["Individual votes included", "yes" if options.get("include_votes") else "no"],
         ["Seed (calibration) samples included", "yes" if options.get("include_seeds") else "no"],
     ]
+    if options.get("include_contested"):
+        contested = (manifest.get("counts") or {}).get("contested") or {}
+        facts.append(
+            ["Contested split (dropped labels, with votes)", f"{contested.get('rows', 0)} rows"]
+        )
     if labels.get("provenance") == "published":
         facts.append(
             ["Labels", f"published release: {', '.join(labels.get('source_files') or [])}"]

@@ -541,6 +541,46 @@ def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str,
     return out
 
 
+ORDINAL_STATISTICS = (
+    ("cohen_linear", "Cohen's κ, linear weights (mean pairwise)"),
+    ("cohen_quadratic", "Cohen's κ, quadratic weights (mean pairwise)"),
+    ("alpha_ordinal", "Krippendorff's α, ordinal"),
+    ("alpha_interval", "Krippendorff's α, interval"),
+    ("ac1", "Gwet's AC1"),
+    ("ac2_linear", "Gwet's AC2, linear weights"),
+    ("ac2_quadratic", "Gwet's AC2, quadratic weights"),
+    ("ac2_ordinal", "Gwet's AC2, ordinal weights"),
+)
+ORDINAL_SUBJECTS = (
+    ("grades", "Grades (−2 … +2)"),
+    ("scores", "Each response's score (1–5)"),
+    ("differences", "Score difference A − B (−4 … +4)"),
+)
+
+
+def ordinal_rows(ordinal: dict[str, Any]) -> list[dict[str, Any]]:
+    """A graded or pointwise split's ordinal statistics, one entry per thing rated."""
+    out = []
+    for key, label in ORDINAL_SUBJECTS:
+        figures = ordinal.get(key)
+        if not figures:
+            continue
+        stats = []
+        for name, title in ORDINAL_STATISTICS:
+            stat = figures.get(name) or {}
+            stats.append(
+                {
+                    "key": name,
+                    "title": title,
+                    "value": stat.get("value"),
+                    "ci": stat.get("ci"),
+                    "reason": stat.get("undefined_reason") or "",
+                }
+            )
+        out.append({"key": key, "label": label, "items": figures.get("items"), "stats": stats})
+    return out
+
+
 def agreement_row(
     split: str, label: str, figures: dict[str, Any], criteria: list[Criterion]
 ) -> dict[str, Any]:
@@ -576,6 +616,7 @@ def agreement_row(
             "weighted_value": cohen.get("weighted_value"),
         },
         "per_criterion": rows,
+        "ordinal": ordinal_rows(figures.get("ordinal") or {}),
         "pairwise": {
             "annotators": list(pairwise.get("annotators") or []),
             "kappa": list(pairwise.get("kappa") or []),

@@ -50,7 +50,8 @@ def version_lead_only_kinds(*, version: DatasetVersion) -> frozenset[str]:
     """The file kinds of ``version`` that name annotators (votes, rationales or pseudonyms)."""
     if version.include_votes:
         return frozenset(DatasetFile.Kind.values)
-    return frozenset({DatasetFile.Kind.MANIFEST})
+    # The contested split always holds the dropped labels' votes and rationales.
+    return frozenset({DatasetFile.Kind.MANIFEST, DatasetFile.Kind.CONTESTED})
 
 
 def version_rows_readable(*, user: Any, version: DatasetVersion) -> bool:

@@ -38,6 +38,7 @@ from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
+from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
 
 Progress = Callable[..., None]
 
@@ -365,13 +366,21 @@ def project_aggregate(
             items = _label_items(votes, criteria, k)
             names = _rater_names(votes)
             options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
-            inputs = _inputs_digest(votes, criteria, k, names, options)
+            scale_inputs = ordinal_inputs_digest(
+                project=project, votes=_formal_votes(project, s, criteria)
+            )
+            inputs = _inputs_digest(votes, criteria, k, names, {**options, "scale": scale_inputs})
             snapshot = AgreementSnapshot.objects.filter(project=project, split=s).first()
             unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
             now = timezone.now()
             figures = None
             if not unchanged:
                 figures = _agreement(votes, items, criteria, k, names, **options)
+                ordinal = ordinal_snapshot_figures(
+                    project=project, votes=_formal_votes(project, s, criteria), **options
+                )
+                if ordinal is not None:
+                    figures["ordinal"] = ordinal
                 figures = {
                     "split": s,
                     **figures,

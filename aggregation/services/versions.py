@@ -35,6 +35,7 @@ from annotation.services.criteria import criteria_history
 from core.db import JsonText, insert_rows
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
+from ..export.contested import CONTESTED_FILE, ContestedResult, contested_build
 from ..export.manifest import (
     AGGREGATION_RULE,
     MANIFEST_NAME,
@@ -208,7 +209,11 @@ PUBLISHED_RULE: dict[str, Any] = {
 
 
 def _manifest(
-    version: DatasetVersion, result: BuildResult, by: Any, provenance: dict[str, Any] | None
+    version: DatasetVersion,
+    result: BuildResult,
+    by: Any,
+    provenance: dict[str, Any] | None,
+    contested: ContestedResult | None = None,
 ) -> dict[str, Any]:
     project = version.project
     published = provenance is not None and provenance.get("provenance") == LABELS_PUBLISHED
@@ -216,6 +221,12 @@ def _manifest(
         {"name": result.files[kind].name, "kind": kind, "sha256": sha, "size": size}
         for kind, (sha, size) in result.digests.items()
     ]
+    if contested is not None:
+        sha, size = file_digest(contested.path)
+        files.append(
+            {"name": contested.path.name, "kind": DatasetFile.Kind.CONTESTED, "sha256": sha,
+             "size": size}
+        )  # fmt: skip
     columns = [
         "question_id",
         "prompt_id",
@@ -240,10 +251,16 @@ def _manifest(
             "include_votes": version.include_votes,
             "include_seeds": version.include_seeds,
             "annotators_per_sample": project.annotators_per_sample,
-            "pseudonymised_annotators": result.annotators if version.include_votes else None,
+            "pseudonymised_annotators": result.annotators
+            if version.include_votes or contested is not None
+            else None,
+            "include_contested": contested is not None,
         },
         rule=PUBLISHED_RULE if published else AGGREGATION_RULE,
-        counts=result.counts(),
+        counts={
+            **result.counts(),
+            **({"contested": contested.counts()} if contested is not None else {}),
+        },
         agreement={} if published else _agreement(project, result.pseudonyms),
         files=files,
         columns=columns,
@@ -264,12 +281,15 @@ def version_build(
     progress: ProgressFn | None = None,
     labels_from: str = LABELS_VOTES,
     provenance: dict[str, Any] | None = None,
+    include_contested: bool = False,
 ) -> DatasetVersion:
     """Build and freeze a new version of the project's exportable labels; return it ready.
 
     ``include_seeds`` defaults to the project's setting. ``labels_from="published"`` freezes
     the published preferences instead (services.benchmark); ``provenance`` becomes the
-    manifest's ``labels`` section, saying where the labels came from. On error the version is
+    manifest's ``labels`` section, saying where the labels came from. ``include_contested``
+    adds the contested split (every dropped label with its votes, ``export.contested``) as a
+    file of its own, recorded in the manifest. On error the version is
     marked failed (with the error in its note, no rows, no files) and the error re-raised.
     """
     if include_seeds is None:
@@ -294,7 +314,17 @@ def version_build(
             )
             for kind, path in result.files.items():
                 _store(version, kind, path, stored)
-            manifest = _manifest(version, result, by, provenance)
+            contested = None
+            if include_contested and labels_from == LABELS_VOTES:
+                contested = contested_build(
+                    project=project,
+                    path=Path(tmp)
+                    / CONTESTED_FILE.format(stem=f"{project.slug}-v{version.number}"),
+                    include_seeds=include_seeds,
+                    pseudonyms=result.pseudonyms,
+                )
+                _store(version, DatasetFile.Kind.CONTESTED, contested.path, stored)
+            manifest = _manifest(version, result, by, provenance, contested)
             manifest_path = Path(tmp) / MANIFEST_NAME
             manifest_path.write_bytes(manifest_bytes(manifest))
             _store(version, DatasetFile.Kind.MANIFEST, manifest_path, stored)
@@ -319,7 +349,12 @@ def version_build(
 
 
 def version_build_start(
-    *, project: Project, by: Any, include_votes: bool = False, include_seeds: bool | None = None
+    *,
+    project: Project,
+    by: Any,
+    include_votes: bool = False,
+    include_seeds: bool | None = None,
+    include_contested: bool = False,
 ) -> Any:
     """Create a BUILD_VERSION job and enqueue its task once the transaction commits."""
     from core.jobs import job_create, job_enqueue
@@ -332,7 +367,11 @@ def version_build_start(
             kind=Job.Kind.BUILD_VERSION,
             project=project,
             created_by=by,
-            params={"include_votes": include_votes, "include_seeds": include_seeds},
+            params={
+                "include_votes": include_votes,
+                "include_seeds": include_seeds,
+                "include_contested": include_contested,
+            },
             message="Waiting for a worker",
         )
         job_enqueue(job, version_build_task)

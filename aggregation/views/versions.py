@@ -64,6 +64,7 @@ def version_build(request: HttpRequest, slug: str) -> HttpResponse:
             by=request.user,
             include_votes=form.cleaned_data["include_votes"],
             include_seeds=form.cleaned_data["include_seeds"],
+            include_contested=form.cleaned_data["include_contested"],
         )
     except JobQueueUnavailable as exc:
         if request.htmx:

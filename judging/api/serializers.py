@@ -42,6 +42,13 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Limit the upload to one split; lines of the other split are errors.",
     )
+    tie_margin = serializers.FloatField(
+        required=False,
+        default=0.0,
+        min_value=0.0,
+        help_text="For scores instead of verdicts (`score_a` + `score_b`, or `response` + "
+        "`score`): |score_a - score_b| <= tie_margin is a tie, which counts as wrong.",
+    )
     lenient = serializers.BooleanField(
         required=False,
         default=False,
@@ -53,8 +60,8 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         required=False,
         allow_empty=False,
         help_text="One object per row, as a line of a JSONL predictions file: `question_id` "
-        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output` or `critic`), "
-        "optional "
+        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output` or `critic`, "
+        "or a scalar judge's `score_a` + `score_b`, or `response` + `score`), optional "
         "`run`. Errors call the n-th object line n.",
     )
     file = serializers.FileField(

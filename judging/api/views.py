@@ -137,6 +137,7 @@ def predictions_submit(request: Request, slug: str, number: int) -> Response:
             split=data.get("split") or None,
             template_hash=data.get("template_hash") or "",
             source=JudgeRun.Source.API,
+            tie_margin=data.get("tie_margin") or 0.0,
         )
     except services.UploadRejected as exc:
         return _error_response(exc.message, exc.errors, with_message=False)

@@ -28,15 +28,23 @@ from core.models import Job
 from core.text import counted, plural_form
 
 from ..compare import covering_runs
-from ..datasets import rows_from_version
+from ..datasets import contested_from_version, rows_from_version
 from ..errors import InputFileError, PredictionsFileRejected
 from ..metrics import (
+    MODEL_A,
+    MODEL_B,
+    TIE_LABEL,
     ScoreInput,
+    decode_predictions,
+    encode_predictions,
     majority_vote_codes,
     score_many,
+    tie_margin_grid,
+    tie_margin_sweep,
 )
 from ..models import JudgeRun, Prediction, Scorecard
-from ..predictions import DatasetIndex, read_predictions
+from ..parsing import tie_margin_problem
+from ..predictions import DatasetIndex, ParsedPredictions, read_predictions
 from ..selectors.compare import run_codes
 
 Progress = Callable[..., None]
@@ -137,6 +145,12 @@ def _clean_judge(judge: str | None) -> str:
     return judge
 
 
+def _check_tie_margin(tie_margin: float) -> None:
+    problem = tie_margin_problem(tie_margin)
+    if problem:
+        raise UploadRejected(problem, field="tie_margin")
+
+
 def _check_version(version: DatasetVersion) -> None:
     if version.status != DatasetVersion.Status.READY:
         raise UploadRejected(
@@ -197,15 +211,19 @@ def judge_run_upload(
     source: str = JudgeRun.Source.UPLOAD,
     job: Job | None = None,
     progress: Progress | None = None,
+    tie_margin: float = 0.0,
 ) -> UploadResult:
     """Store a predictions file as runs of ``judge`` and recompute the judge's scorecards.
 
     ``judge`` may be empty when the file names it (a ``judge`` column). ``split`` limits the
     upload to one split (lines of the other split are errors, or skipped when ``lenient``).
+    ``tie_margin`` is the δ of a scalar judge's file (scores instead of verdicts): scores
+    within δ of each other give a tie, which counts as wrong.
     Raises UploadRejected (with the line and field of a bad line); then nothing is stored.
     """
     progress = progress or _noop
     _check_version(version)
+    _check_tie_margin(tie_margin)
     judge = _clean_judge(judge)
     template_hash = (template_hash or "").strip()
     if len(template_hash) > _HASH_MAX:
@@ -219,14 +237,16 @@ def judge_run_upload(
     # Progress counts the file's lines read (of its lines), then the write and the scoring in
     # one step. Reading is the long part and reports as it goes; the write is one transaction,
     # so a progress update made inside it would only show once it commits.
+    contested = contested_from_version(version)
     progress(0, None, "Reading the predictions file")
     try:
         parsed = read_predictions(
             file,
-            dataset_index=DatasetIndex(rows),
+            dataset_index=DatasetIndex(rows, contested),
             lenient=lenient,
             split=split,
             progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
+            tie_margin=tie_margin,
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
@@ -244,6 +264,7 @@ def judge_run_upload(
     n_lines = parsed.counts["lines"]
     progress(n_lines, n_lines, f"Storing {counted(n_predictions, 'prediction')} and scoring")
     qids = rows.question_id.tolist()
+    contested_qids = [q for q, _, _, _ in contested]
     with transaction.atomic():
         DatasetVersion.objects.select_for_update().filter(pk=version.pk).first()
         indexes = _indexes_for(
@@ -255,6 +276,9 @@ def judge_run_upload(
             stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
             stats["predictions"] = int(np.not_equal(parsed.runs[file_run], None).sum())
+            on_contested = parsed.contested.get(file_run)
+            if on_contested is not None:
+                stats["contested_predictions"] = int(np.not_equal(on_contested, None).sum())
             run = JudgeRun.objects.create(
                 version=version,
                 judge=judge,
@@ -268,24 +292,131 @@ def judge_run_upload(
             runs.append(run)
             labels = parsed.runs[file_run]
             raw = parsed.raw_outputs.get(file_run, {})
+            scores = parsed.scores.get(file_run)
             _predictions_insert(
                 run,
                 (
-                    (qids[pos], labels[pos], raw.get(pos, ""))
+                    (
+                        qids[pos],
+                        labels[pos],
+                        raw.get(pos, ""),
+                        *((None, None) if scores is None else scores[pos].tolist()),
+                    )
                     for pos in np.flatnonzero(np.not_equal(labels, None)).tolist()
                 ),
             )
+            if on_contested is not None:
+                _contested_insert(run, parsed, file_run, contested_qids)
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
 
 
-def _predictions_insert(run: JudgeRun, rows: Iterable[tuple[str, str, str]]) -> None:
-    """Insert (question_id, prediction, raw_output) rows of a run, in the caller's transaction."""
+def _predictions_insert(run: JudgeRun, rows: Iterable[tuple]) -> None:
+    """Insert (question_id, prediction, raw_output[, score_a, score_b]) rows of a run."""
     insert_rows(
         Prediction,
-        ("run_id", "question_id", "prediction", "raw_output"),
-        ((run.pk, qid, label, raw) for qid, label, raw in rows),
+        ("run_id", "question_id", "prediction", "raw_output", "score_a", "score_b"),
+        ((run.pk, *row, *((None, None) if len(row) == 3 else ())) for row in rows),
     )
+
+
+def _contested_insert(
+    run: JudgeRun, parsed: ParsedPredictions, file_run: int, qids: list[str]
+) -> None:
+    """Store a run's verdicts on the contested rows (kept apart from the scored rows)."""
+    labels = parsed.contested[file_run]
+    scores = parsed.contested_scores.get(file_run)
+    _predictions_insert(
+        run,
+        (
+            (
+                qids[i],
+                labels[i],
+                "",
+                *((None, None) if scores is None else scores[i].tolist()),
+            )
+            for i in np.flatnonzero(np.not_equal(labels, None)).tolist()
+        ),
+    )
+
+
+def contested_distribution(
+    *, runs: list[JudgeRun], contested: list[tuple[str, str, str, str]], split: str
+) -> dict[str, Any] | None:
+    """How the judge's verdicts fall on the split's contested rows: A / B / tie / invalid.
+
+    Several runs combine by the scorecard's majority vote (a tie then abstains, as an invalid
+    verdict does). Shares are of the contested rows the judge answered; missing are counted.
+    None when the version has no contested rows on the split.
+    """
+    qids = [q for q, _, s, _ in contested if s == split]
+    if not qids:
+        return None
+    position = {q: i for i, q in enumerate(qids)}
+    per_run = []
+    for run in runs:
+        labels = np.full(len(qids), None, dtype=object)
+        for q, label in Prediction.objects.filter(run=run, question_id__in=qids).values_list(
+            "question_id", "prediction"
+        ):
+            labels[position[q]] = label
+        per_run.append(labels)
+    if len(per_run) == 1:
+        combined = per_run[0]
+    else:
+        combined = decode_predictions(
+            majority_vote_codes(np.stack([encode_predictions(r) for r in per_run]))
+        )
+    counts = {
+        "model_a": int((combined == MODEL_A).sum()),
+        "model_b": int((combined == MODEL_B).sum()),
+        "tie": int((combined == TIE_LABEL).sum()),
+        "missing": int(np.equal(combined, None).sum()),
+    }
+    answered = len(qids) - counts["missing"]
+    counts["invalid"] = answered - counts["model_a"] - counts["model_b"] - counts["tie"]
+    shares = {
+        k: (round(100 * counts[k] / answered, 2) if answered else None)
+        for k in ("model_a", "model_b", "tie", "invalid")
+    }
+    return {"rows": len(qids), "answered": answered, "counts": counts, "shares": shares}
+
+
+def _tie_margin_figures(
+    runs: list[JudgeRun], rows: ScoreInput, split: str
+) -> dict[str, Any] | None:
+    """The latest scalar run's chosen margin, ties and the sweep over margins on ``split``."""
+    run = next((r for r in reversed(runs) if r.stats.get("scored")), None)
+    if run is None:
+        return None
+    order = np.argsort(rows.question_id, kind="stable")
+    sorted_qids = rows.question_id[order]
+    score_a = np.full(len(rows), np.nan)
+    score_b = np.full(len(rows), np.nan)
+    stored = list(
+        Prediction.objects.filter(run=run, score_a__isnull=False).values_list(
+            "question_id", "score_a", "score_b"
+        )
+    )
+    if stored and len(sorted_qids):
+        qids = np.array([q for q, _, _ in stored], dtype=str)
+        at = np.minimum(np.searchsorted(sorted_qids, qids), len(sorted_qids) - 1)
+        known = sorted_qids[at] == qids
+        score_a[order[at[known]]] = np.array([a for _, a, _ in stored], dtype=float)[known]
+        score_b[order[at[known]]] = np.array([b for _, _, b in stored], dtype=float)[known]
+    margin = float(run.stats.get("tie_margin") or 0.0)
+    margins = sorted(
+        {margin, *tie_margin_grid(score_a[rows.split == split], score_b[rows.split == split])}
+    )
+    sweep = tie_margin_sweep(rows, score_a, score_b, split=split, margins=margins)
+    chosen = next(p for p in sweep if p["margin"] == margin)
+    return {
+        "run_index": run.run_index,
+        "tie_margin": margin,
+        "ties": chosen["ties"],
+        "scored": chosen["scored"],
+        "sweep": sweep,
+    }
 
 
 def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
@@ -323,6 +454,7 @@ def scorecard_compute(
     its scorecard. ``rows`` may pass the version's rows already loaded.
     """
     rows = rows if rows is not None else rows_from_version(version)
+    contested = contested_from_version(version)
     runs = list(JudgeRun.objects.filter(version=version, judge=judge).order_by("run_index"))
     codes = run_codes(runs, rows)
     now = timezone.now()
@@ -360,6 +492,14 @@ def scorecard_compute(
         runner = _runner_figures([run for run, _ in covered], split)
         if runner:
             figures["runner"] = runner
+        scalar = _tie_margin_figures([run for run, _ in covered], rows, split)
+        if scalar:
+            figures["tie_margin"] = scalar
+        on_contested = contested_distribution(
+            runs=[run for run, _ in covered], contested=contested, split=split
+        )
+        if on_contested:
+            figures["contested"] = on_contested
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
@@ -404,11 +544,13 @@ def predictions_upload_enqueue(
     template_hash: str = "",
     lenient: bool = False,
     split: str | None = None,
+    tie_margin: float = 0.0,
 ) -> Job:
     """Keep the uploaded file and queue the job that stores and scores it."""
     from ..tasks import predictions_score
 
     _check_version(version)
+    _check_tie_margin(tie_margin)
     judge = _clean_judge(judge)
     run_index_check(version=version, judge=judge, run_index=run_index)
     path = default_storage.save(_upload_path(version, getattr(file, "name", "")), file)
@@ -424,6 +566,7 @@ def predictions_upload_enqueue(
                 "template_hash": template_hash,
                 "lenient": lenient,
                 "split": split,
+                "tie_margin": tie_margin,
                 "path": path,
                 "filename": Path(getattr(file, "name", "") or path).name,
             },

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from aggregation.charts import Series, lines_svg
 from aggregation.models import DatasetVersion
 from annotation.forms import JobParamForm
 from core.http import queue_unavailable
@@ -157,6 +158,22 @@ def _share_chart(diagnostics: dict[str, Any]) -> str:
     )
 
 
+def _tie_margin_chart(scalar: dict[str, Any]) -> str:
+    sweep = scalar["sweep"]
+    scored = max(scalar.get("scored") or 0, 1)
+    return lines_svg(
+        [f"{p['margin']:g}" for p in sweep],
+        [
+            Series("Overall accuracy", [p["overall"] or 0.0 for p in sweep]),
+            Series("PAcc", [p["pacc"] or 0.0 for p in sweep]),
+            Series("Ties (share of scored rows)", [100.0 * p["ties"] / scored for p in sweep]),
+        ],
+        title="Accuracy, PAcc and ties over the tie margin δ",
+        width=700,
+        unit="%",
+    )
+
+
 @login_required
 @require_safe
 def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpResponse:
@@ -196,6 +213,9 @@ def scorecard(request: HttpRequest, slug: str, number: int, judge: str) -> HttpR
         ],
         "criterion_chart": mark_safe(_criterion_chart(columns, crit_cells, judge)),
         "share_chart": mark_safe(_share_chart(diagnostics)),
+        "tie_margin_chart": (
+            mark_safe(_tie_margin_chart(figures["tie_margin"])) if figures.get("tie_margin") else ""
+        ),
         "diagnostics": diagnostics,
         "counts": figures.get("counts") or {},
         "run_figures": figures.get("runs") or [],
@@ -222,7 +242,7 @@ def _form_of(job: Job | None) -> PredictionsUploadForm:
     runs and after it fails, so fixing the file and sending it again is one step.
     """
     params = job.params if job is not None else {}
-    fields = ("judge", "run_index", "template_hash", "split", "lenient")
+    fields = ("judge", "run_index", "template_hash", "split", "lenient", "tie_margin")
     return PredictionsUploadForm(initial={k: params[k] for k in fields if params.get(k)})
 
 
@@ -242,6 +262,7 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                     template_hash=form.cleaned_data["template_hash"],
                     lenient=form.cleaned_data["lenient"],
                     split=form.cleaned_data["split"] or None,
+                    tie_margin=form.cleaned_data["tie_margin"],
                     file=form.cleaned_data["file"],
                     by=request.user,
                 )

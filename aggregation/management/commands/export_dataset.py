@@ -58,6 +58,11 @@ class Command(BaseCommand):
             default=None,
             help="Include seed samples (default: the project's setting).",
         )
+        parser.add_argument(
+            "--contested",
+            action="store_true",
+            help="Also export the contested split: every dropped label with its votes.",
+        )
         parser.add_argument("--by", help="Username recorded as the version's author.")
         parser.add_argument("--out", required=True, type=Path, help="Output directory.")
 
@@ -82,12 +87,15 @@ class Command(BaseCommand):
                 by=by,
                 include_votes=opts["votes"],
                 include_seeds=opts["seeds"],
+                include_contested=opts["contested"],
                 progress=progress,
             )
             self.stderr.write("")
         else:
-            if opts["votes"] or opts["seeds"]:
-                raise CommandError("--votes and --seeds only apply when building a new version")
+            if opts["votes"] or opts["seeds"] or opts["contested"]:
+                raise CommandError(
+                    "--votes, --seeds and --contested only apply when building a new version"
+                )
             version = versions_ready(project=project).filter(number=opts["version"]).first()
             if version is None:
                 raise CommandError(f"{project.slug} has no ready version {opts['version']}")

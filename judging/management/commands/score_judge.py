@@ -45,6 +45,13 @@ class Command(BaseCommand):
             "published evaluation does.",
         )
         parser.add_argument("--split", choices=SPLIT_ORDER, help="Score one split only.")
+        parser.add_argument(
+            "--tie-margin",
+            type=float,
+            default=0.0,
+            help="For files of scores (score_a + score_b, or response + score): "
+            "|score_a - score_b| <= this is a tie, which counts as wrong (default 0).",
+        )
         parser.add_argument("--n-boot", type=int, default=1000, help="Bootstrap replicates.")
         parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
         parser.add_argument(
@@ -78,7 +85,11 @@ class Command(BaseCommand):
         for path in options["predictions"]:
             try:
                 parsed = read_predictions(
-                    path, dataset_index=index, lenient=options["lenient"], split=options["split"]
+                    path,
+                    dataset_index=index,
+                    lenient=options["lenient"],
+                    split=options["split"],
+                    tie_margin=options["tie_margin"],
                 )
             except PredictionsFileRejected as exc:
                 if exc.count == 1:
