@@ -130,9 +130,7 @@ def test_failed_calls_leave_the_item_unroutable_and_a_rerun_resumes(project, sam
     assert (second.failed, second.made, second.cached, second.routable) == (0, 2, 28, 10)
 
 
-def test_the_panel_job_and_the_command(
-    project, samples, lead, django_capture_on_commit_callbacks
-):
+def test_the_panel_job_and_the_command(project, samples, lead, django_capture_on_commit_callbacks):
     with FakeOpenAI() as server:
         judge_config(server.url, name="fake-1")
         with django_capture_on_commit_callbacks(execute=True):
