@@ -155,3 +155,37 @@ def test_a_project_without_formal_samples_is_refused(project):
     with pytest.raises(RunnerError, match="no formal samples"):
         panel_run_execute(project=project, configs=[config])
     assert Criterion.objects.filter(project=project).exists()
+
+
+def test_the_panel_page_starts_the_job_and_shows_what_it_wrote(
+    client, lead, project, samples, django_capture_on_commit_callbacks
+):
+    client.force_login(lead)
+    url = f"/projects/{project.slug}/panel/"
+    page = client.get(url)
+    assert page.status_code == 200
+    assert "No judge is configured yet" in page.content.decode()
+    refused = client.post(url, {})
+    assert refused.status_code == 400
+    with FakeOpenAI() as server:
+        judge_config(server.url, name="fake-1")
+        judge_config(server.url, name="fake-2", model="fake-vl-2")
+        page = client.get(url).content.decode()
+        assert 'value="fake-1"' in page and 'value="fake-2"' in page
+        assert "Tick at least one judge config" in client.post(url, {}).content.decode()
+        with django_capture_on_commit_callbacks(execute=True):
+            started = client.post(url, {"judges": ["fake-1", "fake-2"]})
+        assert started.status_code == 302
+        job = Job.objects.get(kind=Job.Kind.PANEL)
+        assert started["Location"] == f"{url}?job={job.pk}#panel-job"
+        assert job.params["judges"] == ["fake-1", "fake-2"]
+        assert len(server.answered()) == 60
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED
+    card = client.get(f"{url}jobs/{job.pk}/").content.decode()
+    assert "Succeeded" in card and 'id="panel-summary"' in card and "hx-swap-oob" in card
+    page = client.get(f"{url}?job={job.pk}").content.decode()
+    assert "15</div><div class=\"label\">items pre-labeled of 15" in page
+    assert "10</div><div class=\"label\">routable (67%): 5 A, 5 B" in page
+    assert "by the panel fake-1, fake-2" in page
+    assert client.get(f"{url}jobs/999999/").status_code == 404
