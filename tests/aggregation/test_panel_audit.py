@@ -93,7 +93,7 @@ def test_the_dashboard_shows_the_section(client, lead, world):
     client.force_login(lead)
     page = client.get(f"/projects/{project.slug}/dashboard/").content.decode()
     assert 'id="fig-panel-audit"' in page
-    assert "1</div><div class=\"label\">kept label would have differed" in page
+    assert '1</div><div class="label">kept label would have differed' in page
     assert escape(f"Open-ended · {first.name}") in page
     assert "0.67" in page and "<svg" in page.split('id="fig-panel-audit"')[1]
     PanelLabel.objects.all().delete()
