@@ -345,6 +345,32 @@ def panel_agreement(
 # --- A synthetic project ------------------------------------------------------------------------
 
 
+def simulated_panel(
+    truth: np.ndarray,
+    *,
+    judges: int,
+    judge_accuracy: float,
+    position_bias: float,
+    rng: np.random.Generator,
+    accuracy_drop: np.ndarray | float = 0.0,
+) -> PanelVerdict:
+    """A simulated panel's verdict on items whose true side is ``truth`` (PREF_A / PREF_B).
+
+    Each judge, per item, is position-biased with probability ``position_bias`` (it names the
+    first-shown response in both orders, so it is inconsistent), else names the true side with
+    probability ``judge_accuracy - accuracy_drop`` in both orders.
+    """
+    n = len(truth)
+    true_code = np.where(np.asarray(truth) == PREF_A, A, B)[:, None]
+    j_acc = judge_accuracy - np.broadcast_to(np.asarray(accuracy_drop, dtype=float), (n,))[:, None]
+    biased = rng.random((n, judges)) < position_bias
+    side = np.where(rng.random((n, judges)) < j_acc, true_code, 1 - true_code)
+    answers = np.empty((n, judges, 2), dtype=np.int64)
+    answers[:, :, 0] = np.where(biased, A, side)  # ab: Response 1 is A
+    answers[:, :, 1] = np.where(biased, B, side)  # ba: Response 1 is B
+    return panel_verdict(answers)
+
+
 @dataclass(frozen=True)
 class Synthetic:
     """A simulated fully annotated project with a simulated panel."""
@@ -376,9 +402,7 @@ def synthetic_project(
     Each item has a true side (A or B, even odds) and is *hard* with probability ``hard_share``
     (every annotator's accuracy lower by ``hard_accuracy_drop`` there, judges' too). Each sample
     draws k distinct annotators; a vote is a tie with probability ``tie_rate``, else the true
-    side with the annotator's accuracy. Each judge, per item, is position-biased with
-    probability ``position_bias`` (it names the first-shown response in both orders, so it is
-    inconsistent), else names the true side with ``judge_accuracy`` in both orders.
+    side with the annotator's accuracy. The panel is :func:`simulated_panel`.
     """
     rng = np.random.default_rng(seed)
     acc = np.asarray(annotator_accuracy, dtype=np.float64)
@@ -395,19 +419,20 @@ def synthetic_project(
     right = rng.random((n, k)) < p
     true_code = np.where(truth == PREF_A, A, B)[:, None]
     votes = np.where(tie, TIE, np.where(right, true_code, 1 - true_code)).astype(np.int8)
-    j_acc = judge_accuracy - np.where(hard, hard_accuracy_drop, 0.0)[:, None]
-    biased = rng.random((n, judges)) < position_bias
-    j_right = rng.random((n, judges)) < j_acc
-    side = np.where(j_right, true_code, 1 - true_code)
-    answers = np.empty((n, judges, 2), dtype=np.int64)
-    answers[:, :, 0] = np.where(biased, A, side)  # ab: Response 1 is A
-    answers[:, :, 1] = np.where(biased, B, side)  # ba: Response 1 is B
+    panel = simulated_panel(
+        truth,
+        judges=judges,
+        judge_accuracy=judge_accuracy,
+        position_bias=position_bias,
+        rng=rng,
+        accuracy_drop=np.where(hard, hard_accuracy_drop, 0.0),
+    )
     seconds = rng.lognormal(mean=np.log(45.0), sigma=0.5, size=(n, k))
     return Synthetic(
         votes=votes,
         sample_index=sample_index,
         external_ids=[f"s{i:06d}" for i in range(n_samples)],
         truth=truth,
-        panel=panel_verdict(answers),
+        panel=panel,
         seconds=seconds,
     )
