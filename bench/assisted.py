@@ -135,9 +135,7 @@ def demo(args: argparse.Namespace) -> None:
     call_command("migrate", verbosity=0)
     project = demo_build().project
     rows = list(
-        Vote.objects.filter(
-            sample__project=project, sample__is_seed=False, round=Vote.FORMAL_ROUND
-        )
+        Vote.objects.filter(sample__project=project, sample__is_seed=False, round=Vote.FORMAL_ROUND)
         .order_by("sample_id", "criterion_id", "id")
         .values_list("sample__external_id", "criterion__key", "choice", "seconds")
     )
