@@ -37,7 +37,7 @@ def panel_audit_chart(figures: PanelAudit) -> SafeString:
             title="The judge panel's agreement with the kept human labels, audit share",
             colors=COLORS,
             width=NARROW if narrow else 640,
-            label_width=130 if narrow else 240,
+            label_width=150 if narrow else 240,
         )
     )
 
