@@ -150,18 +150,22 @@ def panel_audit_figures(*, project: Project, n_boot: int = 1000, seed: int = 0) 
     panel_choice = np.full(len(item_keys), PREF_NONE, dtype=np.int8)
     routable = np.zeros(len(item_keys), dtype=bool)
     labeled = np.zeros(len(item_keys), dtype=bool)
-    sides = {"A": PREF_A, "B": PREF_B}
-    pos_of = {int(s): i for i, s in enumerate(audit_ids)}
-    crit_of = {int(c): i for i, c in enumerate(crit_ids)}
-    for sample_id, criterion_id, choice, is_routable in panel:
-        if criterion_id not in crit_of:
-            continue
-        key = pos_of[sample_id] * n_crit + crit_of[criterion_id]
-        at = int(np.searchsorted(item_keys, key))
-        if at < len(item_keys) and item_keys[at] == key:
-            labeled[at] = True
-            routable[at] = bool(is_routable)
-            panel_choice[at] = sides.get(choice, PREF_NONE) if is_routable else PREF_NONE
+    if panel:
+        p_sample = np.array([row[0] for row in panel], dtype=np.int64)
+        p_crit = np.array([row[1] for row in panel], dtype=np.int64)
+        p_side = np.array(
+            [PREF_A if row[2] == "A" else PREF_B if row[2] == "B" else PREF_NONE for row in panel],
+            dtype=np.int8,
+        )
+        p_routable = np.array([bool(row[3]) for row in panel], dtype=bool)
+        at_crit = np.minimum(np.searchsorted(crit_ids[crit_order], p_crit), n_crit - 1)
+        live = crit_ids[crit_order][at_crit] == p_crit  # a removed criterion's label: left out
+        p_keys = np.searchsorted(audit_ids, p_sample) * n_crit + crit_order[at_crit]
+        at = np.minimum(np.searchsorted(item_keys, p_keys), len(item_keys) - 1)
+        found = live & (item_keys[at] == p_keys)
+        labeled[at[found]] = True
+        routable[at[found]] = p_routable[found]
+        panel_choice[at[found]] = np.where(p_routable[found], p_side[found], PREF_NONE)
     if not labeled.any():
         return PanelAudit(
             audit_share=share, audit_samples=len(audit_ids), items=len(item_keys), panel_items=0
