@@ -3,7 +3,8 @@
 Two judges run on the runner's local test server (tests/judging/fake_openai.py), each its own
 server on 127.0.0.1: ``fake-1`` prefers the longer response, and names Response 1 when both
 are as long (a position bias: A in one order, B in the other); ``fake-2`` does the same except
-on the hallucination criterion, where it prefers the shorter response.
+on the hallucination criterion, where it prefers the shorter response, and on responses as
+long as each other, where it prefers the one about a dog (no position bias).
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ OPEN_ENDED = ["completeness", "visual-grounding", "hallucination", "expressivene
 
 
 def shorter_on_hallucination(text: str) -> str:
-    """Like the default judge, but prefers the shorter response on the hallucination criterion."""
+    """Like the default judge, but prefers the shorter response on the hallucination criterion
+    and the dog when both responses are as long."""
+    found = responses_in(text)
+    one, two = found.get("1", ""), found.get("2", "")
+    if len(one) == len(two):
+        better = "2" if "dog" in two else "1"
+        return f"Response {better} has the dog.\n**Response {better} is better.**"
     if "Criterion: Factuality / No Hallucination" not in text:
         return default_answer(text)
-    found = responses_in(text)
-    better = "1" if len(found.get("1", "")) < len(found.get("2", "")) else "2"
+    better = "1" if len(one) < len(two) else "2"
     return f"Response {better} says less.\n**Response {better} is better.**"
 
 
@@ -86,13 +92,13 @@ def test_panel_labels_for_scripted_judges_and_a_position_bias(project, samples):
         False,
     )
     assert split.verdicts == {"fake-1": {"ab": "A", "ba": "A"}, "fake-2": {"ab": "B", "ba": "B"}}
-    # Equal lengths: both judges name Response 1 in each order, so A then B: not consistent,
-    # not routable (both judges agree per order, so the panel is unanimous).
+    # Equal lengths: fake-1 names Response 1 in each order, so A then B (position-biased);
+    # fake-2 names B in both. Not consistent, not unanimous, not routable.
     biased = got["s3", "completeness"]
-    assert biased.verdicts["fake-1"] == {"ab": "A", "ba": "B"}
+    assert biased.verdicts == {"fake-1": {"ab": "A", "ba": "B"}, "fake-2": {"ab": "B", "ba": "B"}}
     assert (biased.choice, biased.unanimous, biased.consistent, biased.routable) == (
         "",
-        True,
+        False,
         False,
         False,
     )
