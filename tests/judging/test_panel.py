@@ -190,6 +190,7 @@ def test_the_panel_page_starts_the_job_and_shows_what_it_wrote(
     assert job.status == Job.Status.SUCCEEDED
     card = client.get(f"{url}jobs/{job.pk}/").content.decode()
     assert "Succeeded" in card and 'id="panel-summary"' in card and "hx-swap-oob" in card
+    assert 'id="panel-recent"' in card
     page = client.get(f"{url}?job={job.pk}").content.decode()
     assert '15</div><div class="label">items pre-labeled of 15' in page
     assert '10</div><div class="label">routable (67%): 5 A, 5 B' in page
