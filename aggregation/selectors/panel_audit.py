@@ -104,8 +104,8 @@ def panel_audit_figures(*, project: Project, n_boot: int = 1000, seed: int = 0) 
     audit_ids = ids[in_audit]
     criteria = list(Criterion.objects.filter(project=project))
     empty = PanelAudit(audit_share=share, audit_samples=len(audit_ids), items=0, panel_items=0)
-    if not criteria:
-        return empty
+    if not criteria or not PanelLabel.objects.filter(sample__project=project).exists():
+        return empty  # no panel yet: the votes are not read
     # The same queries whatever the data (an empty IN list would skip one): -1 is no sample.
     audit_list = audit_ids.tolist() or [-1]
     crit_ids = np.array([c.pk for c in criteria], dtype=np.int64)
