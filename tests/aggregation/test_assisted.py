@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +200,17 @@ def test_bad_input_is_refused():
         assisted.replay(np.zeros((2, 3)), policy="fast", audit=np.zeros(2, bool))
     with pytest.raises(ValueError, match="panel"):
         assisted.replay(np.zeros((2, 3)), policy="routing", audit=np.zeros(2, bool))
+
+
+def test_the_bench_prints_every_policy_on_a_small_synthetic_project():
+    script = Path(__file__).resolve().parents[2] / "bench" / "assisted.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--no-demo", "--samples", "300", "--seed", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "|---" not in line]
+    assert [r.split("|")[1].strip() for r in rows[1:]] == list(assisted.POLICIES)
+    assert "1,500 items" in out
