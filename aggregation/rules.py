@@ -70,6 +70,22 @@ def classify(
     return outcome, preference
 
 
+def can_still_be_kept(
+    votes_a: np.ndarray, votes_b: np.ndarray, votes_tie: np.ndarray, k: int = 3
+) -> np.ndarray:
+    """Per item: can the votes so far still become a kept label once k votes are in?
+
+    False when A and B were both chosen (a split whatever comes), or when the ties so far leave
+    no strict majority of k reachable for one side; the early-stopping rule.
+    """
+    if k < 1:
+        raise ValueError("k (annotators per sample) must be at least 1")
+    a = np.asarray(votes_a, dtype=np.int64)
+    b = np.asarray(votes_b, dtype=np.int64)
+    t = np.asarray(votes_tie, dtype=np.int64)
+    return ~((a > 0) & (b > 0)) & ((t == 0) | (2 * (k - t) > k))
+
+
 def samples_kept(sample_index: np.ndarray, outcome: np.ndarray, n_samples: int) -> np.ndarray:
     """Per sample (0..n_samples-1): True when at least one of its criteria is kept."""
     kept = np.isin(outcome, KEPT)

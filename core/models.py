@@ -18,6 +18,7 @@ class Job(models.Model):
         SCORE_JUDGE = "score_judge", "Score a judge"
         CURATE = "curate", "Curate generations"
         PROMOTE = "promote", "Promote curated pairs"
+        PANEL = "panel", "Judge panel pre-labels"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

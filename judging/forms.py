@@ -262,3 +262,21 @@ class JudgeRunForm(forms.Form):
 
     def clean_judge(self) -> str:
         return self.cleaned_data["judge"].strip()
+
+
+class PanelForm(forms.Form):
+    """The judge panel's members: one or more judge configs."""
+
+    judges = forms.ModelMultipleChoiceField(
+        queryset=JudgeConfig.objects.none(),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        label="Panel judges",
+        help_text="Each is asked about every (sample, criterion) in both orders, whatever its "
+        "config says; answers are cached, so a re-run asks only what is missing.",
+        error_messages={"required": "Tick at least one judge config for the panel."},
+    )
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["judges"].queryset = JudgeConfig.objects.order_by("name")

@@ -15,6 +15,7 @@ from judging.services.scoring import UploadRejected, judge_run_upload
 
 from .models import JudgeConfig
 from .runner.run import RunnerError, judge_run_execute
+from .services.panel import panel_run_execute
 
 
 def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
@@ -103,3 +104,24 @@ def _run(job: Job, progress: ProgressReporter) -> dict[str, Any]:
 def judge_run_task(job_id: int) -> None:
     """Run a judge over a dataset version (safe to deliver twice; a new attempt resumes)."""
     job_execute(job_id, _run)
+
+
+def _panel(job: Job, progress: ProgressReporter) -> dict[str, Any]:
+    params = job.params
+    ids = list(params.get("config_ids") or [])
+    found = {c.pk: c for c in JudgeConfig.objects.select_related("verifier").filter(pk__in=ids)}
+    missing = [
+        name for pk, name in zip(ids, params.get("judges") or ids, strict=False) if pk not in found
+    ]
+    if missing:
+        raise RunnerError(f"the judge config {', '.join(map(str, missing))} no longer exists")
+    result = panel_run_execute(
+        project=job.project, configs=[found[pk] for pk in ids], job=job, progress=progress
+    )
+    return result.as_dict()
+
+
+@shared_task(name="judging.panel_run", acks_late=True)
+def panel_run_task(job_id: int) -> None:
+    """Pre-label a project's items with a judge panel (safe to deliver twice; resumes)."""
+    job_execute(job_id, _panel)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import board, leaderboard, runner
+from .views import board, leaderboard, panel, runner
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 
@@ -34,6 +34,8 @@ urlpatterns = [
     ),
     path(f"{_VERSION}judge-runs/", runner.judge_run_start, name="judge-run-start"),
     path(f"{_VERSION}judge-runs/<int:job_id>/", runner.judge_run_status, name="judge-run-status"),
+    path("projects/<slug:slug>/panel/", panel.panel_page, name="judge-panel"),
+    path("projects/<slug:slug>/panel/jobs/<int:job_id>/", panel.panel_job, name="judge-panel-job"),
     path("judges/configs/", runner.judge_configs, name="judge-configs"),
     path("judges/configs/<int:config_id>/", runner.judge_config_edit, name="judge-config-edit"),
     # Judge names may hold a slash (organisation/model), so the judge is the last segment.

@@ -75,6 +75,7 @@ def build_world() -> PermissionWorld:
         name="matrix-judge", base_url="http://127.0.0.1:9/v1", model="m"
     )
     curate_job = job_create(kind=Job.Kind.CURATE, project=p, created_by=lead)
+    panel_job = job_create(kind=Job.Kind.PANEL, project=p, created_by=lead)
     keys = {
         "tok_lead_read": make_token(lead, scope="read"),
         "tok_lead_pred": make_token(lead, scope="predictions"),
@@ -111,6 +112,7 @@ def build_world() -> PermissionWorld:
         "uidb64": "MQ",
         "token": "made-up-token",
         "curate_job": curate_job.pk,
+        "panel_job": panel_job.pk,
     }
     assert DatasetVersion.objects.filter(pk=version.pk, status="ready").exists()
     assert ProjectMember.objects.filter(project=p, user=annotator, is_active=True).exists()

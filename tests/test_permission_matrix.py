@@ -187,6 +187,9 @@ MATRIX: dict[str, Entry] = {
     # An empty POST is a 400: no config chosen, nothing started.
     "judge-run-start": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 400)),
     "judge-run-status": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    # An empty POST is an invalid form (400), which starts nothing.
+    "judge-panel": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
+    "judge-panel-job": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     "judge-configs": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     "judge-config-edit": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     # --- REST API ------------------------------------------------------------------------
@@ -244,6 +247,7 @@ JOB_FOR = {name: "import_job" for name in ("job-status", "job-cancel", "job-retr
 JOB_FOR["predictions-upload-status"] = "score_job"
 JOB_FOR["judge-run-status"] = "runner_job"
 JOB_FOR["curation-job"] = "curate_job"
+JOB_FOR["judge-panel-job"] = "panel_job"
 
 
 def url_patterns(

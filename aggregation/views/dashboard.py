@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from aggregation.selectors.dashboard import STATISTICS, dashboard_figures
+from aggregation.selectors.panel_audit import panel_audit_figures
 from annotation.selectors.projects import project_get
 from annotation.selectors.reports import reports_open_count
 from core.models import Job
@@ -19,6 +20,7 @@ from ..presenters.dashboard import (
     dashboard_charts,
     dashboard_present,
 )
+from ..presenters.panel_audit import panel_audit_present
 
 
 @lead_required
@@ -43,5 +45,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
         "versions_url": reverse("versions", args=[slug]),
         "reports_open": reports_open_count(project=project),
+        "panel_audit": panel_audit_present(panel_audit_figures(project=project)),
     }
     return render(request, "aggregation/dashboard.html", context)
