@@ -1,0 +1,150 @@
+"""The queue's side of early stopping and judge-assisted routing: items no longer asked.
+
+The rule is pure (:mod:`annotation.routing`); this reads what it needs per sample: the formal
+votes of the sample's current slot holders (the votes the label is made of, as the aggregation
+counts them), the audit draw (:mod:`annotation.audit`) and the routable panel labels. The panel's
+verdict only decides whether an item is still asked; nothing here is shown to annotators.
+
+:func:`slots_settle` completes the open slots of a sample whose every criterion left to their
+holder (or, for an unheld slot, every criterion) is no longer asked, so such a slot cannot be
+claimed and a holder is not kept waiting. It runs after each formal vote, outside the vote's
+transaction: of two votes committed concurrently, the later one's settle sees both.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from .. import audit, routing
+from ..models import Choice, PanelLabel, Project, RoutingPolicy, Sample, Slot, Vote
+from ..selectors.work import project_criteria
+
+Item = tuple[int, int]  # (sample id, criterion id)
+
+
+def policy_on(project: Project) -> bool:
+    """True when early stopping or routing can leave an item unasked in this project."""
+    return bool(project.early_stopping) or project.routing_policy != RoutingPolicy.OFF
+
+
+def sample_audited(project: Project, sample: Sample) -> bool:
+    """True when the sample is in the project's audit share (always the full protocol)."""
+    return audit.in_audit(project.audit_seed, sample.external_id, float(project.audit_share))
+
+
+def holder_votes(sample_ids: Sequence[int]) -> Any:
+    """Formal votes on ``sample_ids`` that count for their labels (current slot holders)."""
+    holder = Slot.objects.filter(sample=OuterRef("sample_id"), annotator=OuterRef("annotator_id"))
+    any_slot = Slot.objects.filter(sample=OuterRef("sample_id"))
+    return Vote.objects.filter(sample_id__in=list(sample_ids), round=Vote.FORMAL_ROUND).filter(
+        Exists(holder) | ~Exists(any_slot)
+    )
+
+
+def settled_items(project: Project, samples: Iterable[Sample]) -> set[Item]:
+    """The (sample, criterion) items of ``samples`` that no annotator is asked any more."""
+    samples = list(samples)
+    if not samples or not policy_on(project):
+        return set()
+    criteria = project_criteria(project)
+    ids = [s.pk for s in samples]
+    tally: dict[Item, list[int]] = defaultdict(lambda: [0, 0, 0])
+    code = {Choice.A.value: 0, Choice.B.value: 1, Choice.TIE.value: 2}
+    for sample_id, criterion_id, choice in holder_votes(ids).values_list(
+        "sample_id", "criterion_id", "choice"
+    ):
+        tally[(sample_id, criterion_id)][code[choice]] += 1
+    panel: dict[Item, int] = {}
+    if project.routing_policy == RoutingPolicy.PANEL_VERIFIER:
+        for sample_id, criterion_id, choice in PanelLabel.objects.filter(
+            sample_id__in=ids, routable=True
+        ).values_list("sample_id", "criterion_id", "choice"):
+            panel[(sample_id, criterion_id)] = (
+                routing.PANEL_A if choice == Choice.A else routing.PANEL_B
+            )
+    items: list[Item] = []
+    stop: list[bool] = []
+    panels: list[int] = []
+    for sample in samples:
+        audited = sample_audited(project, sample)  # the audit share gets every vote
+        for criterion in criteria.of(sample.split):
+            item = (sample.pk, criterion.pk)
+            items.append(item)
+            stop.append(bool(project.early_stopping) and not audited)
+            panels.append(routing.PANEL_NONE if audited else panel.get(item, routing.PANEL_NONE))
+    if not items:
+        return set()
+    counts = np.array([tally.get(item, (0, 0, 0)) for item in items], dtype=np.int64)
+    asked = routing.asks_vote(
+        counts[:, 0],
+        counts[:, 1],
+        counts[:, 2],
+        project.annotators_per_sample,
+        stop=np.array(stop, dtype=bool),
+        panel=np.array(panels, dtype=np.int64),
+    )
+    return {item for item, ask in zip(items, asked.tolist(), strict=True) if not ask}
+
+
+def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
+    """Complete the open slots of ``sample_ids`` left with nothing to ask; returns how many.
+
+    A held slot completes when every criterion its holder has not voted on is settled; an
+    unheld one when every criterion is. Each update is conditional on the holder read, so a
+    slot claimed in between is left to its new holder's queue.
+    """
+    if not sample_ids or not policy_on(project):
+        return 0
+    samples = list(Sample.objects.filter(pk__in=list(sample_ids), project=project))
+    settled = settled_items(project, samples)
+    if not settled:
+        return 0
+    criteria = project_criteria(project)
+    by_id = {s.pk: s for s in samples}
+    slots = list(
+        Slot.objects.filter(sample_id__in=list(by_id), completed_at__isnull=True).values_list(
+            "pk", "sample_id", "annotator_id"
+        )
+    )
+    voted = set(
+        Vote.objects.filter(sample_id__in=list(by_id), round=Vote.FORMAL_ROUND).values_list(
+            "sample_id", "annotator_id", "criterion_id"
+        )
+    )
+    now = timezone.now()
+    done = 0
+    for slot_id, sample_id, annotator_id in slots:
+        left = [
+            c.pk
+            for c in criteria.of(by_id[sample_id].split)
+            if (sample_id, annotator_id, c.pk) not in voted
+        ]
+        if all((sample_id, c) in settled for c in left):
+            done += Slot.objects.filter(
+                pk=slot_id, annotator_id=annotator_id, completed_at__isnull=True
+            ).update(completed_at=now)
+    return done
+
+
+def project_settle(*, project: Project, chunk: int = 2000) -> int:
+    """Settle every formal sample with an open slot (after the policy is switched on)."""
+    if not policy_on(project):
+        return 0
+    ids = list(
+        Slot.objects.filter(
+            sample__project=project, sample__is_seed=False, completed_at__isnull=True
+        )
+        .values_list("sample_id", flat=True)
+        .distinct()
+        .order_by("sample_id")
+    )
+    return sum(
+        slots_settle(project=project, sample_ids=ids[i : i + chunk])
+        for i in range(0, len(ids), chunk)
+    )
