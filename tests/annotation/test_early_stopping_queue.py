@@ -155,9 +155,7 @@ def panel(sample, criteria, choice="A"):
 
 
 @pytest.mark.django_db
-def test_routing_asks_one_verifier_and_the_full_protocol_when_overruled(
-    project, lead, annotators
-):
+def test_routing_asks_one_verifier_and_the_full_protocol_when_overruled(project, lead, annotators):
     (sample,), crits = setup_project(project, lead, annotators, stop=False, route=True)
     panel(sample, crits, "A")
     one, two, three = annotators[:3]
@@ -172,9 +170,7 @@ def test_routing_asks_one_verifier_and_the_full_protocol_when_overruled(
 
 @pytest.mark.django_db
 def test_a_fully_verified_sample_is_not_claimable(project, lead, annotators):
-    (sample, other), crits = setup_project(
-        project, lead, annotators, n=2, stop=False, route=True
-    )
+    (sample, other), crits = setup_project(project, lead, annotators, n=2, stop=False, route=True)
     panel(sample, crits, "B")
     one, two = annotators[:2]
     work.work_next(project=project, annotator=one)
@@ -201,3 +197,62 @@ def test_non_routable_or_audited_panel_labels_change_nothing(project, lead, anno
     assert routing.settled_items(project, [sample]) == {(sample.pk, crits[1].pk)}
     project.audit_share = Decimal("1")
     assert routing.settled_items(project, [sample]) == set()
+
+
+@pytest.mark.django_db
+def test_annotators_never_see_the_panels_verdict(client, project, lead, annotators):
+    """Blind: no labeling page names the panel, its judges or its choice."""
+    from django.urls import reverse
+
+    (sample,), crits = setup_project(project, lead, annotators, stop=False, route=True)
+    PanelLabel.objects.bulk_create(
+        [
+            PanelLabel(
+                sample=sample,
+                criterion=c,
+                choice="B",
+                unanimous=True,
+                consistent=True,
+                routable=True,
+                verdicts={"secret-judge-7": {"ab": "B", "ba": "B"}},
+                judges=["secret-judge-7"],
+            )
+            for c in crits
+        ]
+    )
+    one = annotators[0]
+    client.force_login(one)
+    first = client.get(reverse("label", args=[project.slug]))
+    assert first.status_code == 200
+    assert f'data-sample="{sample.pk}"'.encode() in first.content
+    vote(project, one, sample, crits[0], "A")
+    pages = [
+        first,
+        client.get(reverse("label", args=[project.slug]), HTTP_HX_REQUEST="true"),
+        client.get(reverse("label-item", args=[project.slug, sample.pk, crits[0].pk])),
+        client.get(reverse("label-back", args=[project.slug])),
+        client.get(reverse("home")),
+        client.get(reverse("project-detail", args=[project.slug])),
+    ]
+    for page in pages:
+        body = page.content.decode()
+        assert page.status_code in (200, 302)
+        for secret in ("secret-judge-7", "routable", "verifier", "panel_", "Panel"):
+            assert secret not in body, (page.wsgi_request.path, secret)
+
+
+def test_no_annotator_facing_code_reads_the_panel():
+    """The labeling views, their templates and services other than the queue never read it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = [
+        *(root / "annotation" / "views").rglob("*.py"),
+        *(root / "templates" / "annotation").rglob("*.html"),
+        root / "annotation" / "services" / "work.py",
+        root / "annotation" / "services" / "voting.py",
+        root / "annotation" / "services" / "work_types.py",
+    ]
+    for path in files:
+        text = path.read_text()
+        assert "PanelLabel" not in text and "panel_label" not in text, path
