@@ -1,0 +1,212 @@
+"""Aggregation under early stopping and routing: labels equal full annotation, provenance, scope."""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+
+import numpy as np
+import pytest
+
+from aggregation import rules
+from aggregation.models import AgreementSnapshot, CriterionLabel
+from aggregation.services.aggregate import project_aggregate
+from annotation.models import Criterion, PanelLabel, RoutingPolicy, Sample, Slot
+from annotation.services import routing, voting, work
+from annotation.services.work_types import VoteRejected
+from tests.annotation.work_data import GOOD, calibrate, make_formal
+
+from .votes import cast_all, criteria_of
+
+pytestmark = pytest.mark.django_db
+
+
+def fixed_choice(user_id: int, sample_id: int, criterion_id: int) -> str:
+    """An annotator's predetermined answer: mostly A, some B, a few ties."""
+    byte = hashlib.blake2s(f"{user_id}/{sample_id}/{criterion_id}".encode()).digest()[0]
+    return "tie" if byte < 20 else ("B" if byte < 95 else "A")
+
+
+def run_queue(project, users, *, rounds=400):
+    """Annotators take turns asking for their next item and answering their fixed choice."""
+    active = list(users)
+    for _ in range(rounds):
+        if not active:
+            return
+        for user in list(active):
+            item = work.work_next(project=project, annotator=user)
+            if item is None:
+                active.remove(user)
+                continue
+            try:
+                voting.vote_submit(
+                    project=project,
+                    annotator=user,
+                    sample_id=item.sample.pk,
+                    criterion_id=item.criterion.pk,
+                    shown_choice=fixed_choice(user.pk, item.sample.pk, item.criterion.pk),
+                    rationale=GOOD,
+                    seconds=4.0,
+                )
+            except VoteRejected:  # no tie available yet: it comes back after the others
+                work.item_skip(
+                    project=project,
+                    annotator=user,
+                    sample_id=item.sample.pk,
+                    criterion_id=item.criterion.pk,
+                    reason="tie later",
+                )
+    raise AssertionError("the queue did not drain")
+
+
+def test_a_replay_with_early_stopping_gives_the_full_protocols_labels(project, lead, annotators):
+    project.annotators_per_sample = 3
+    project.batch_size = 2
+    project.shuffle_ab = False
+    project.tie_cap = Decimal("1")
+    project.early_stopping = True
+    project.audit_share = Decimal("0.2")
+    project.save()
+    samples = make_formal(project, 40)
+    users = annotators[:6]
+    for user in users:
+        calibrate(project, user, lead)
+    run_queue(project, users)
+    assert not Slot.objects.filter(sample__project=project, completed_at__isnull=True).exists()
+    project_aggregate(project=project, n_boot=0)
+
+    criteria = criteria_of(project)
+    audited = {s.pk for s in samples if routing.sample_audited(project, s)}
+    assert 0 < len(audited) < len(samples)
+    saved = compared = 0
+    for sample in samples:
+        holders = list(Slot.objects.filter(sample=sample).values_list("annotator_id", flat=True))
+        assert len(holders) == 3 and None not in holders
+        for criterion in criteria:
+            full = rules.aggregate_votes(
+                [fixed_choice(h, sample.pk, criterion.pk) for h in holders], k=3
+            )
+            label = CriterionLabel.objects.get(sample=sample, criterion=criterion)
+            n = label.votes_a + label.votes_b + label.votes_tie
+            compared += 1
+            assert (label.outcome, label.preference) == (full.outcome, full.preference)
+            if n < 3:
+                saved += 3 - n
+                assert sample.pk not in audited
+                assert label.provenance == "early_stopped"
+            else:
+                assert label.provenance == "human"
+    assert compared == 40 * len(criteria)
+    assert saved > 0
+    snap = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    assert snap["fleiss_alpha_scope"]["scope"] == "audit"
+    assert snap["policy"]["early_stopping"] is True
+    assert snap["fleiss"]["items"] + snap["fleiss"]["items_excluded"] == len(audited) * len(
+        criteria
+    )
+    assert snap["cohen"]["items"] == 40 * len(criteria)
+
+
+def test_the_same_votes_without_early_stopping_are_missing_not_dropped(project, annotators):
+    sample = Sample.objects.create(
+        project=project,
+        external_id="x1",
+        split="open_ended",
+        question="q",
+        response_a="a",
+        response_b="b",
+    )
+    criterion = criteria_of(project)[0]
+    cast_all(sample, criterion, annotators, "AB")
+    project.audit_share = Decimal("0")
+    project.save()
+    project_aggregate(project=project, n_boot=0)
+    label = CriterionLabel.objects.get(sample=sample)
+    assert (label.outcome, label.provenance) == ("dropped_missing", "human")
+    project.early_stopping = True
+    project.save()
+    out = project_aggregate(project=project, n_boot=0)
+    label.refresh_from_db()
+    assert (label.outcome, label.provenance) == ("dropped_split", "early_stopped")
+    assert out["splits"]["open_ended"]["updated"] == 1
+    assert out["splits"]["open_ended"]["provenance"]["early_stopped"] == 1
+    # Into the audit share: the same votes are missing one again (the digest follows the flag).
+    project.audit_share = Decimal("1")
+    project.save()
+    out = project_aggregate(project=project, n_boot=0)
+    label.refresh_from_db()
+    assert (label.outcome, label.provenance) == ("dropped_missing", "human")
+    assert out["splits"]["open_ended"]["updated"] == 1
+
+
+def test_routing_provenance_panel_human_and_overruled(project, annotators):
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.audit_share = Decimal("0")
+    project.save()
+    criteria = criteria_of(project)
+    sample = Sample.objects.create(
+        project=project,
+        external_id="r1",
+        split="open_ended",
+        question="q",
+        response_a="a",
+        response_b="b",
+    )
+    for c in criteria[:3]:
+        PanelLabel.objects.create(
+            sample=sample, criterion=c, choice="B", unanimous=True, consistent=True, routable=True
+        )
+    cast_all(sample, criteria[0], annotators, "B")  # the verifier agrees
+    cast_all(sample, criteria[1], annotators, "ABB")  # overruled, then full protocol
+    cast_all(sample, criteria[2], annotators, "A")  # overruled, waiting for votes
+    cast_all(sample, criteria[3], annotators, "A")  # no panel label: the normal protocol
+    project_aggregate(project=project, n_boot=0)
+    got = {
+        label.criterion_id: (label.outcome, label.preference, label.provenance)
+        for label in CriterionLabel.objects.filter(sample=sample)
+    }
+    assert got == {
+        criteria[0].pk: ("kept_unanimous", "B", "panel_human"),
+        criteria[1].pk: ("dropped_split", "", "panel_overruled"),
+        criteria[2].pk: ("dropped_missing", "", "panel_overruled"),
+        criteria[3].pk: ("dropped_missing", "", "human"),
+    }
+    # The panel label is part of the digest: a changed panel verdict relabels the item.
+    PanelLabel.objects.filter(sample=sample, criterion=criteria[0]).update(choice="A")
+    project_aggregate(project=project, n_boot=0)
+    label = CriterionLabel.objects.get(sample=sample, criterion=criteria[0])
+    assert (label.outcome, label.provenance) == ("dropped_missing", "panel_overruled")
+
+
+def test_policies_off_keep_every_label_human_and_the_snapshot_unscoped(project, annotators):
+    sample = Sample.objects.create(
+        project=project,
+        external_id="h1",
+        split="open_ended",
+        question="q",
+        response_a="a",
+        response_b="b",
+    )
+    for c in criteria_of(project):
+        cast_all(sample, c, annotators, "AAA")
+    project_aggregate(project=project, n_boot=0)
+    assert set(CriterionLabel.objects.values_list("provenance", flat=True)) == {"human"}
+    snap = AgreementSnapshot.objects.get(project=project, split="open_ended").figures
+    assert "fleiss_alpha_scope" not in snap
+
+
+def test_audit_draw_is_reproducible(project):
+    ids = [f"s-{i}" for i in range(2000)]
+    from annotation import audit
+
+    first = audit.audit_mask(7, ids, 0.2)
+    assert np.array_equal(first, audit.audit_mask(7, list(reversed(ids)), 0.2)[::-1])
+    assert 0.17 < first.mean() < 0.23
+    bigger = audit.audit_mask(7, ids, 0.3)
+    assert np.all(bigger[first])  # raising the share only adds samples
+    assert not np.array_equal(first, audit.audit_mask(8, ids, 0.2))
+    project.audit_seed = 7
+    project.audit_share = Decimal("0.2")
+    samples = [Sample(external_id=e) for e in ids[:50]]
+    assert [routing.sample_audited(project, s) for s in samples] == first[:50].tolist()
+    assert Criterion.objects.filter(project=project).exists()
