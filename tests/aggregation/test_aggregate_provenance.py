@@ -210,3 +210,80 @@ def test_audit_draw_is_reproducible(project):
     samples = [Sample(external_id=e) for e in ids[:50]]
     assert [routing.sample_audited(project, s) for s in samples] == first[:50].tolist()
     assert Criterion.objects.filter(project=project).exists()
+
+
+def test_provenance_reaches_the_export_rows_and_the_manifest(project, lead, annotators):
+    from aggregation.services.versions import version_build
+
+    project.early_stopping = True
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.audit_share = Decimal("0")
+    project.audit_seed = 11
+    project.save()
+    c = criteria_of(project)
+    s1, s2 = (
+        Sample.objects.create(
+            project=project,
+            external_id=e,
+            split="open_ended",
+            question="q",
+            response_a="a",
+            response_b="b",
+            model_a="ma",
+            model_b="mb",
+        )
+        for e in ("e1", "e2")
+    )
+    PanelLabel.objects.create(
+        sample=s1, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
+    )
+    PanelLabel.objects.create(
+        sample=s1, criterion=c[1], choice="A", unanimous=True, consistent=True, routable=True
+    )
+    cast_all(s1, c[0], annotators, "A")  # panel + human
+    cast_all(s1, c[1], annotators, "BBB")  # overruled, kept B
+    cast_all(s1, c[2], annotators, "AAA")  # human
+    cast_all(s2, c[0], annotators, "AB")  # early-stopped (dropped, not a row)
+    project_aggregate(project=project, n_boot=0)
+    version = version_build(project=project, by=lead)
+    rows = {(r.data["prompt_id"], r.data["criterion"]): r.data for r in version.rows.all()}
+    assert {key: row["provenance"] for key, row in rows.items()} == {
+        ("e1", c[0].key): "panel_human",
+        ("e1", c[1].key): "panel_overruled",
+        ("e1", c[2].key): "human",
+    }
+    assert rows[("e1", c[1].key)]["preference"] == "model_b"
+    manifest = version.manifest
+    assert manifest["counts"]["provenance"] == {
+        "human": 1,
+        "panel_human": 1,
+        "panel_overruled": 1,
+    }
+    assert manifest["counts"]["labels_by_provenance"] == {
+        "early_stopped": {"labels": 1, "kept": 0},
+        "human": {"labels": 1, "kept": 1},
+        "panel_human": {"labels": 1, "kept": 1},
+        "panel_overruled": {"labels": 1, "kept": 1},
+    }
+    assert manifest["options"]["policy"] == {
+        "early_stopping": True,
+        "routing_policy": "panel_verifier",
+        "audit_share": 0.0,
+        "audit_seed": 11,
+    }
+    assert "provenance" in manifest["columns"]
+    assert set(manifest["aggregation_rule"]["provenance"]) == {
+        "human",
+        "early_stopped",
+        "panel_human",
+        "panel_overruled",
+    }
+    import pyarrow.parquet as pq
+
+    with version.files.get(kind="parquet").file.open("rb") as fh:
+        table = pq.read_table(fh)
+    assert sorted(table.column("provenance").to_pylist()) == [
+        "human",
+        "panel_human",
+        "panel_overruled",
+    ]
