@@ -287,3 +287,41 @@ def test_provenance_reaches_the_export_rows_and_the_manifest(project, lead, anno
         "panel_human",
         "panel_overruled",
     ]
+
+
+def test_the_review_queue_shows_and_filters_by_provenance(client, project, lead, annotators):
+    from django.urls import reverse
+
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.audit_share = Decimal("0")
+    project.save()
+    c = criteria_of(project)
+    routed, plain = (
+        Sample.objects.create(
+            project=project,
+            external_id=e,
+            split="open_ended",
+            question="q",
+            response_a="a",
+            response_b="b",
+        )
+        for e in ("routed-1", "plain-1")
+    )
+    PanelLabel.objects.create(
+        sample=routed, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
+    )
+    cast_all(routed, c[0], annotators, "A")
+    cast_all(plain, c[0], annotators, "BBB")
+    project_aggregate(project=project, n_boot=0)
+    client.force_login(lead)
+    url = reverse("review-queue", args=[project.slug])
+    page = client.get(url).content.decode()
+    assert "routed-1" in page and "plain-1" in page
+    assert 'class="prov prov-panel_human">panel + human</span>' in page
+    assert 'id="f-provenance"' in page
+    only = client.get(url, {"provenance": "panel_human"}).content.decode()
+    assert "routed-1" in only and "plain-1" not in only
+    human = client.get(url, {"provenance": "human"}).content.decode()
+    assert "plain-1" in human and "routed-1" not in human
+    item = client.get(reverse("review-item", args=[project.slug, routed.pk])).content.decode()
+    assert "panel + human" in item
