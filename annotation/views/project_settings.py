@@ -36,6 +36,10 @@ class ProjectSettingsForm(forms.ModelForm):
             "export_includes_seeds": "Include seed samples in exports",
             "vote_revision_window": "Revising a vote on a completed sample",
             "calibration_threshold": "Calibration threshold (% agreement with the reference)",
+            "early_stopping": "Early stopping: skip votes that can no longer change a label",
+            "routing_policy": "Judge-assisted routing",
+            "audit_share": "Audit share (0-1): samples that always get every vote",
+            "audit_seed": "Audit seed",
         }
 
 

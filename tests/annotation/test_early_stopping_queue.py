@@ -256,3 +256,70 @@ def test_no_annotator_facing_code_reads_the_panel():
     for path in files:
         text = path.read_text()
         assert "PanelLabel" not in text and "panel_label" not in text, path
+
+
+@pytest.mark.django_db
+def test_policy_settings_lock_once_formal_votes_exist(client, project, lead, annotators):
+    from django.core.exceptions import ValidationError
+
+    from annotation.services.project_settings import project_settings_update
+
+    (sample,), crits = setup_project(project, lead, annotators, stop=False)
+    project = project_settings_update(
+        project=project, by=lead, audit_share=Decimal("0.3"), audit_seed=5
+    )
+    assert (project.audit_share, project.audit_seed) == (Decimal("0.3"), 5)
+    one, two, three = annotators[:3]
+    for user, choice in ((one, "A"), (two, "B")):
+        work.work_next(project=project, annotator=user)
+        vote(project, user, sample, crits[0], choice)
+    for field, value in (
+        ("audit_share", Decimal("0.5")),
+        ("audit_seed", 6),
+        ("routing_policy", RoutingPolicy.PANEL_VERIFIER),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            project_settings_update(project=project, by=lead, **{field: value})
+        assert field in refused.value.message_dict
+    project.refresh_from_db()
+    assert (project.audit_share, project.audit_seed) == (Decimal("0.3"), 5)
+    # Early stopping may be switched on at any time; the items it stops leave the queues.
+    project = project_settings_update(
+        project=project, by=lead, early_stopping=True, audit_share=Decimal("0.3")
+    )
+    assert project.early_stopping and not routing.sample_audited(project, sample)
+    assert queue_of(project, three) == [c.key for c in crits[1:]]
+    with pytest.raises(ValidationError) as refused:
+        project_settings_update(project=project, by=lead, early_stopping=False)
+    assert "early_stopping" in refused.value.message_dict
+
+
+@pytest.mark.django_db
+def test_the_settings_page_edits_the_policy(client, project, lead):
+    client.force_login(lead)
+    url = f"/projects/{project.slug}/settings/"
+    page = client.get(url).content.decode()
+    for name in ("early_stopping", "routing_policy", "audit_share", "audit_seed"):
+        assert f'name="{name}"' in page
+    data = {
+        "name": project.name,
+        "description": "",
+        "annotators_per_sample": 3,
+        "tie_cap": "0.1",
+        "rationale_min_chars": project.rationale_min_chars,
+        "lease_minutes": 60,
+        "batch_size": 5,
+        "work_order": "criterion_major",
+        "vote_revision_window": "until_aggregation",
+        "calibration_threshold": 80,
+        "early_stopping": "on",
+        "routing_policy": "panel_verifier",
+        "audit_share": "0.25",
+        "audit_seed": 42,
+    }
+    assert client.post(url, data).status_code == 302
+    project.refresh_from_db()
+    assert project.early_stopping and project.routing_policy == "panel_verifier"
+    assert (project.audit_share, project.audit_seed) == (Decimal("0.250"), 42)
+    bad = client.post(url, {**data, "audit_share": "1.5"})
+    assert bad.status_code == 200 and "audit_share" in bad.context["form"].errors
