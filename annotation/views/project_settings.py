@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -41,6 +43,21 @@ class ProjectSettingsForm(forms.ModelForm):
             "audit_share": "Audit share (0-1): samples that always get every vote",
             "audit_seed": "Audit seed",
         }
+
+    # A post without these (a form from before they existed) keeps the project's values.
+    KEEP_WHEN_ABSENT = ("routing_policy", "audit_share", "audit_seed")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in self.KEEP_WHEN_ABSENT:
+            self.fields[name].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in self.KEEP_WHEN_ABSENT:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
 
 
 class CriterionForm(forms.ModelForm):
