@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from aggregation.selectors.dashboard import STATISTICS, dashboard_figures
+from aggregation.selectors.savings import votes_saved
 from annotation.selectors.projects import project_get
 from annotation.selectors.reports import reports_open_count
 from core.models import Job
@@ -43,5 +44,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
         "versions_url": reverse("versions", args=[slug]),
         "reports_open": reports_open_count(project=project),
+        "savings": votes_saved(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)

@@ -325,3 +325,47 @@ def test_the_review_queue_shows_and_filters_by_provenance(client, project, lead,
     assert "plain-1" in human and "routed-1" not in human
     item = client.get(reverse("review-item", args=[project.slug, routed.pk])).content.decode()
     assert "panel + human" in item
+
+
+def test_the_dashboard_shows_votes_saved_and_the_audit_scope(client, project, lead, annotators):
+    from django.urls import reverse
+
+    from aggregation.selectors.savings import votes_saved
+
+    project.early_stopping = True
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.audit_share = Decimal("0")
+    project.save()
+    c = criteria_of(project)
+    s1 = Sample.objects.create(
+        project=project,
+        external_id="d1",
+        split="open_ended",
+        question="q",
+        response_a="a",
+        response_b="b",
+    )
+    PanelLabel.objects.create(
+        sample=s1, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
+    )
+    cast_all(s1, c[0], annotators, "A")  # 1 vote, 2 saved
+    cast_all(s1, c[1], annotators, "AB")  # 2 votes, 1 saved
+    project_aggregate(project=project, n_boot=0)
+    savings = votes_saved(project=project)
+    (row,) = savings["splits"]
+    assert (row["cast"], row["saved"], row["stopped"], row["verified"]) == (3, 3, 1, 1)
+    assert row["share"] == 0.5
+    assert row["median_seconds"] == 12.0
+    assert row["minutes"] == pytest.approx(0.6)
+    client.force_login(lead)
+    page = client.get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert 'id="fig-saved"' in page and "Expert minutes saved" in page
+    assert 'data-scope="audit"' in page and "audit share" in page
+
+
+def test_the_dashboard_has_no_savings_card_when_both_are_off(client, project, lead):
+    from django.urls import reverse
+
+    client.force_login(lead)
+    page = client.get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert 'id="fig-saved"' not in page
