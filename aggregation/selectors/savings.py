@@ -21,6 +21,7 @@ from annotation.splits import split_label
 from ..models import CriterionLabel, Provenance
 
 SAVING = (Provenance.EARLY_STOPPED, Provenance.PANEL_HUMAN)
+ROUTING_SHORT = {"off": "off", "panel_verifier": "panel + 1 verifier"}
 
 
 def _median_seconds(project: Project) -> dict[str, float | None]:
@@ -88,7 +89,7 @@ def votes_saved(*, project: Project) -> dict[str, Any]:
     return {
         "on": bool(project.early_stopping) or project.routing_policy != "off",
         "early_stopping": bool(project.early_stopping),
-        "routing_policy": project.get_routing_policy_display(),
+        "routing_policy": ROUTING_SHORT.get(project.routing_policy, project.routing_policy),
         "audit_share": float(project.audit_share),
         "splits": splits,
         "total": total,

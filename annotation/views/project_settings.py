@@ -43,6 +43,15 @@ class ProjectSettingsForm(forms.ModelForm):
             "audit_share": "Audit share (0-1): samples that always get every vote",
             "audit_seed": "Audit seed",
         }
+        help_texts = {
+            "early_stopping": "Audit samples always get every vote. It can be switched on at any "
+            "time, not off once formal votes exist.",
+            "routing_policy": "Panel + verifier: where the judge panel is unanimous and "
+            "position-consistent, one annotator verifies; on disagreement the item gets every "
+            "vote. Annotators never see the panel. Fixed once formal votes exist.",
+            "audit_share": "Drawn reproducibly from the seed; fixed once formal votes exist.",
+            "audit_seed": "Fixed once formal votes exist.",
+        }
 
     # A post without these (a form from before they existed) keeps the project's values.
     KEEP_WHEN_ABSENT = ("routing_policy", "audit_share", "audit_seed")
