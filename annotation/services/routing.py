@@ -132,6 +132,36 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
     return done
 
 
+def slots_reopen(*, project: Project, sample_id: int, criterion_id: int) -> int:
+    """Reopen the completed slots that skipped an item which is asked again; returns how many.
+
+    Votes are only added, so an item stopped early stays stopped; but a revised vote (A,B
+    becoming B,B) or a verifier overruled after all (two verifiers at once, one disagreeing)
+    makes an item ask again. The slots completed without a vote on it become open again: an
+    unheld one can be claimed, a held one comes back to its holder's queue.
+    """
+    if not policy_on(project):
+        return 0
+    sample = Sample.objects.filter(pk=sample_id, project=project).first()
+    if sample is None or (sample_id, criterion_id) in settled_items(project, [sample]):
+        return 0
+    voters = set(
+        Vote.objects.filter(
+            sample_id=sample_id, criterion_id=criterion_id, round=Vote.FORMAL_ROUND
+        ).values_list("annotator_id", flat=True)
+    )
+    skipped = [
+        pk
+        for pk, annotator_id in Slot.objects.filter(
+            sample_id=sample_id, completed_at__isnull=False
+        ).values_list("pk", "annotator_id")
+        if annotator_id not in voters
+    ]
+    if not skipped:
+        return 0
+    return Slot.objects.filter(pk__in=skipped, completed_at__isnull=False).update(completed_at=None)
+
+
 def project_settle(*, project: Project, chunk: int = 2000) -> int:
     """Settle every formal sample with an open slot (after the policy is switched on)."""
     if not policy_on(project):

@@ -323,3 +323,45 @@ def test_the_settings_page_edits_the_policy(client, project, lead):
     assert (project.audit_share, project.audit_seed) == (Decimal("0.250"), 42)
     bad = client.post(url, {**data, "audit_share": "1.5"})
     assert bad.status_code == 200 and "audit_share" in bad.context["form"].errors
+
+
+@pytest.mark.django_db
+def test_a_revision_that_makes_an_item_keepable_asks_the_third_vote_again(
+    project, lead, annotators
+):
+    (sample,), crits = setup_project(project, lead, annotators)
+    one, two, three = annotators[:3]
+    for user in (one, two, three):
+        work.work_next(project=project, annotator=user)
+    for criterion in crits[1:]:
+        vote(project, three, sample, criterion, "A")
+    vote(project, one, sample, crits[0], "A")
+    vote(project, two, sample, crits[0], "B")
+    slot = Slot.objects.get(sample=sample, annotator=three)
+    slot.refresh_from_db()
+    assert slot.completed_at is not None
+    vote(project, one, sample, crits[0], "B")  # revised: B, B can still be kept
+    slot.refresh_from_db()
+    assert slot.completed_at is None
+    assert queue_of(project, three) == [crits[0].key]
+    slot.refresh_from_db()
+    assert slot.completed_at is not None
+
+
+@pytest.mark.django_db
+def test_a_late_disagreeing_verifier_reopens_the_settled_slots(project, lead, annotators):
+    (sample,), crits = setup_project(project, lead, annotators, stop=False, route=True)
+    panel(sample, crits, "A")
+    one, two, three = annotators[:3]
+    work.work_next(project=project, annotator=one)
+    work.work_next(project=project, annotator=two)  # both were shown the item before a vote
+    for criterion in crits[1:]:
+        vote(project, one, sample, criterion, "A")
+        vote(project, two, sample, criterion, "A")
+    vote(project, one, sample, crits[0], "A")  # verified: the third slot settles
+    assert Slot.objects.get(sample=sample, annotator__isnull=True).completed_at is not None
+    assert Slot.objects.get(sample=sample, annotator=two).completed_at is not None
+    vote(project, two, sample, crits[0], "B")  # a second verifier disagrees: overruled
+    reopened = Slot.objects.get(sample=sample, annotator__isnull=True)
+    assert reopened.completed_at is None
+    assert queue_of(project, three) == [crits[0].key]

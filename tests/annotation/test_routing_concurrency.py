@@ -117,3 +117,54 @@ def test_concurrent_annotators_keep_the_invariants_under_stopping_and_routing():
             assert len(cast) == k or not asked[0], (sample.pk, criterion.pk, cast)
             saved += k - len(cast)
     assert saved > 0
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_votes_committed_at_once_still_settle_the_waiting_slot():
+    """A and B cast at the same moment: whichever commits last sees both and settles."""
+    rounds = 6
+    setup = race_setup(racers=3, samples=rounds, batch_size=rounds)
+    project = Project.objects.get(pk=setup["project_id"])
+    project.shuffle_ab = False
+    project.early_stopping = True
+    project.audit_share = Decimal("0")
+    project.save()
+    one, two, three = (User.objects.get(pk=pk) for pk in setup["user_ids"])
+    for user in (one, two, three):
+        work.work_next(project=project, annotator=user)
+    samples = list(Sample.objects.filter(project=project).order_by("id"))
+    first, *rest = list(Criterion.objects.filter(project=project, split="open_ended"))
+    for sample in samples:
+        for criterion in rest:
+            voting.vote_submit(
+                project=project,
+                annotator=three,
+                sample_id=sample.pk,
+                criterion_id=criterion.pk,
+                shown_choice="A",
+                rationale=RATIONALE,
+                seconds=1,
+            )
+
+    def cast(user, sample_id, choice):
+        try:
+            voting.vote_submit(
+                project=Project.objects.get(pk=project.pk),
+                annotator=user,
+                sample_id=sample_id,
+                criterion_id=first.pk,
+                shown_choice=choice,
+                rationale=RATIONALE,
+                seconds=1,
+            )
+            return "ok"
+        finally:
+            connection.close()
+
+    for sample in samples:
+        assert run_threads(cast, [(one, sample.pk, "A"), (two, sample.pk, "B")]) == ["ok", "ok"]
+    waiting = Slot.objects.filter(sample__in=samples, annotator=three)
+    assert waiting.count() == rounds
+    assert not waiting.filter(completed_at__isnull=True).exists()
+    assert work.work_next(project=project, annotator=three) is None
