@@ -5,10 +5,13 @@ votes of the sample's current slot holders (the votes the label is made of, as t
 counts them), the audit draw (:mod:`annotation.audit`) and the routable panel labels. The panel's
 verdict only decides whether an item is still asked; nothing here is shown to annotators.
 
-:func:`slots_settle` completes the open slots of a sample whose every criterion left to their
-holder (or, for an unheld slot, every criterion) is no longer asked, so such a slot cannot be
-claimed and a holder is not kept waiting. It runs after each formal vote, outside the vote's
-transaction: of two votes committed concurrently, the later one's settle sees both.
+:func:`after_vote` (after each formal vote, outside the vote's transaction: of two votes
+committed concurrently, the later one's call sees both) completes the open slots of the sample
+whose every criterion left to their holder (or, for an unheld slot, every criterion) is no
+longer asked, so such a slot cannot be claimed and a holder is not kept waiting; and reopens the
+completed slots that skipped the item voted on when it asks again (a revised vote, a verifier
+overruled after all). :func:`slots_settle` does the settling for many samples (the policy
+switched on).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .. import audit, routing
@@ -47,19 +50,30 @@ def holder_votes(sample_ids: Sequence[int]) -> Any:
     )
 
 
-def settled_items(project: Project, samples: Iterable[Sample]) -> set[Item]:
-    """The (sample, criterion) items of ``samples`` that no annotator is asked any more."""
+CODE = {Choice.A.value: 0, Choice.B.value: 1, Choice.TIE.value: 2}
+
+
+def settled_items(
+    project: Project,
+    samples: Iterable[Sample],
+    *,
+    counted: Iterable[tuple[int, int, str]] | None = None,
+) -> set[Item]:
+    """The (sample, criterion) items of ``samples`` that no annotator is asked any more.
+
+    ``counted``: the (sample, criterion, choice) of the votes that count, when the caller has
+    them already (default: read with :func:`holder_votes`).
+    """
     samples = list(samples)
     if not samples or not policy_on(project):
         return set()
     criteria = project_criteria(project)
     ids = [s.pk for s in samples]
     tally: dict[Item, list[int]] = defaultdict(lambda: [0, 0, 0])
-    code = {Choice.A.value: 0, Choice.B.value: 1, Choice.TIE.value: 2}
-    for sample_id, criterion_id, choice in holder_votes(ids).values_list(
-        "sample_id", "criterion_id", "choice"
-    ):
-        tally[(sample_id, criterion_id)][code[choice]] += 1
+    if counted is None:
+        counted = holder_votes(ids).values_list("sample_id", "criterion_id", "choice")
+    for sample_id, criterion_id, choice in counted:
+        tally[(sample_id, criterion_id)][CODE[choice]] += 1
     panel: dict[Item, int] = {}
     if project.routing_policy == RoutingPolicy.PANEL_VERIFIER:
         for sample_id, criterion_id, choice in PanelLabel.objects.filter(
@@ -132,34 +146,57 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
     return done
 
 
-def slots_reopen(*, project: Project, sample_id: int, criterion_id: int) -> int:
-    """Reopen the completed slots that skipped an item which is asked again; returns how many.
+def after_vote(*, project: Project, sample_id: int, criterion_id: int) -> dict[str, int]:
+    """After a formal vote on (sample, criterion): reopen and settle the sample's slots.
 
-    Votes are only added, so an item stopped early stays stopped; but a revised vote (A,B
-    becoming B,B) or a verifier overruled after all (two verifiers at once, one disagreeing)
-    makes an item ask again. The slots completed without a vote on it become open again: an
-    unheld one can be claimed, a held one comes back to its holder's queue.
+    The item voted on may ask again (a revision, a verifier overruled after all): the completed
+    slots that skipped it reopen. Then every open slot with nothing left
+    to ask completes (:func:`slots_settle`). One read of the sample, its slots and its votes.
     """
     if not policy_on(project):
-        return 0
+        return {"reopened": 0, "settled": 0}
     sample = Sample.objects.filter(pk=sample_id, project=project).first()
-    if sample is None or (sample_id, criterion_id) in settled_items(project, [sample]):
-        return 0
-    voters = set(
-        Vote.objects.filter(
-            sample_id=sample_id, criterion_id=criterion_id, round=Vote.FORMAL_ROUND
-        ).values_list("annotator_id", flat=True)
+    if sample is None:
+        return {"reopened": 0, "settled": 0}
+    slots = list(
+        Slot.objects.filter(sample_id=sample_id).values_list("pk", "annotator_id", "completed_at")
     )
-    skipped = [
-        pk
-        for pk, annotator_id in Slot.objects.filter(
-            sample_id=sample_id, completed_at__isnull=False
-        ).values_list("pk", "annotator_id")
-        if annotator_id not in voters
+    votes = list(
+        Vote.objects.filter(sample_id=sample_id, round=Vote.FORMAL_ROUND).values_list(
+            "annotator_id", "criterion_id", "choice"
+        )
+    )
+    holders = {annotator_id for _, annotator_id, _ in slots if annotator_id is not None}
+    counted = [
+        (sample_id, criterion_id, choice)
+        for annotator_id, criterion_id, choice in votes
+        if not slots or annotator_id in holders
     ]
-    if not skipped:
-        return 0
-    return Slot.objects.filter(pk__in=skipped, completed_at__isnull=False).update(completed_at=None)
+    settled = settled_items(project, [sample], counted=counted)
+    voted = {(annotator_id, c) for annotator_id, c, _ in votes}
+    reopened = 0
+    if (sample_id, criterion_id) not in settled:
+        skipped = [
+            pk
+            for pk, annotator_id, completed_at in slots
+            if completed_at is not None and (annotator_id, criterion_id) not in voted
+        ]
+        if skipped:
+            reopened = Slot.objects.filter(pk__in=skipped, completed_at__isnull=False).update(
+                completed_at=None
+            )
+            slots = [(pk, a, None if pk in skipped else done) for pk, a, done in slots]
+    criteria = project_criteria(project).of(sample.split)
+    done = Q(pk__in=[])
+    for pk, annotator_id, completed_at in slots:
+        if completed_at is None and all(
+            (sample_id, c.pk) in settled for c in criteria if (annotator_id, c.pk) not in voted
+        ):
+            done |= Q(pk=pk, annotator_id=annotator_id)
+    settled_n = Slot.objects.filter(done, completed_at__isnull=True).update(
+        completed_at=timezone.now()
+    )
+    return {"reopened": reopened, "settled": settled_n}
 
 
 def project_settle(*, project: Project, chunk: int = 2000) -> int:

@@ -159,8 +159,7 @@ def vote_submit(
         # The same vote was created concurrently (two tabs): once more, as a revision.
         vote = _vote_write(*args)
     if vote.round == Vote.FORMAL_ROUND and routing.policy_on(project):
-        routing.slots_reopen(project=project, sample_id=sample_id, criterion_id=criterion_id)
-        routing.slots_settle(project=project, sample_ids=[sample_id])
+        routing.after_vote(project=project, sample_id=sample_id, criterion_id=criterion_id)
     return vote
 
 
