@@ -369,3 +369,58 @@ def test_the_dashboard_has_no_savings_card_when_both_are_off(client, project, le
     client.force_login(lead)
     page = client.get(reverse("dashboard", args=[project.slug])).content.decode()
     assert 'id="fig-saved"' not in page
+
+
+def test_a_replay_of_the_demo_project_keeps_every_label(db):
+    """The demo's votes in the order they were cast: early stopping drops only unneeded ones."""
+    from annotation import routing as rule
+    from annotation.models import Project, Vote
+    from demo.build import SLUG, demo_build
+
+    demo_build()
+    project = Project.objects.get(slug=SLUG)
+    k = project.annotators_per_sample
+    project_aggregate(project=project, n_boot=0)
+    full = {
+        (lab.sample_id, lab.criterion_id): (lab.is_kept, lab.preference)
+        for lab in CriterionLabel.objects.filter(sample__project=project, sample__is_seed=False)
+    }
+    cast: dict[tuple[int, int], list[str]] = {}
+    unasked = []
+    saved_items: set[tuple[int, int]] = set()
+    for pk, sample_id, criterion_id, choice in (
+        Vote.objects.filter(sample__project=project, sample__is_seed=False, round=0)
+        .order_by("id")
+        .values_list("pk", "sample_id", "criterion_id", "choice")
+    ):
+        so_far = cast.setdefault((sample_id, criterion_id), [])
+        a, b, t = (np.array([so_far.count(x)]) for x in ("A", "B", "tie"))
+        if rule.asks_vote(a, b, t, k, stop=np.array([True]), panel=np.array([rule.PANEL_NONE]))[0]:
+            so_far.append(choice)
+        else:
+            unasked.append(pk)
+            saved_items.add((sample_id, criterion_id))
+    assert unasked  # the demo has splits and double ties decided before the last vote
+    Vote.objects.filter(pk__in=unasked).delete()
+    project.early_stopping = True
+    project.audit_share = Decimal("0")
+    project.save()
+    out = project_aggregate(project=project, n_boot=0)
+    stopped = {
+        (lab.sample_id, lab.criterion_id): (lab.is_kept, lab.preference)
+        for lab in CriterionLabel.objects.filter(sample__project=project, sample__is_seed=False)
+    }
+    assert stopped == full
+    n_stopped = sum(r["provenance"]["early_stopped"] for r in out["splits"].values())
+    # Stopped: where votes went unasked, and the demo's unfinished items that could no longer
+    # be kept either (the queue would not ask their last vote).
+    cannot = {
+        key
+        for key, votes in cast.items()
+        if len(votes) < k
+        and not rules.can_still_be_kept(
+            *(np.array([votes.count(x)]) for x in ("A", "B", "tie")), k
+        )[0]
+    }
+    assert saved_items <= cannot
+    assert n_stopped == len(cannot) > 0
