@@ -272,6 +272,9 @@ def test_provenance_reaches_the_export_rows_and_the_manifest(project, lead, anno
         "audit_seed": 11,
     }
     assert "provenance" in manifest["columns"]
+    scope = manifest["agreement"]["open_ended"]["fleiss_alpha_scope"]
+    assert (scope["scope"], scope["items"]) == ("audit", 0)  # an audit share of 0: none
+    assert manifest["agreement"]["open_ended"]["fleiss"]["undefined_reason"] == "no audit item"
     assert set(manifest["aggregation_rule"]["provenance"]) == {
         "human",
         "early_stopped",
