@@ -132,7 +132,8 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
         )
     )
     now = timezone.now()
-    done = 0
+    unheld: list[int] = []
+    held: list[Q] = []
     for slot_id, sample_id, annotator_id in slots:
         left = [
             c.pk
@@ -140,9 +141,18 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
             if (sample_id, annotator_id, c.pk) not in voted
         ]
         if all((sample_id, c) in settled for c in left):
-            done += Slot.objects.filter(
-                pk=slot_id, annotator_id=annotator_id, completed_at__isnull=True
-            ).update(completed_at=now)
+            if annotator_id is None:
+                unheld.append(slot_id)
+            else:
+                held.append(Q(pk=slot_id, annotator_id=annotator_id))
+    done = Slot.objects.filter(
+        pk__in=unheld, annotator__isnull=True, completed_at__isnull=True
+    ).update(completed_at=now)
+    for start in range(0, len(held), 500):  # each held slot only while its holder is unchanged
+        condition = Q(pk__in=[])
+        for one in held[start : start + 500]:
+            condition |= one
+        done += Slot.objects.filter(condition, completed_at__isnull=True).update(completed_at=now)
     return done
 
 
@@ -150,8 +160,8 @@ def after_vote(*, project: Project, sample_id: int, criterion_id: int) -> dict[s
     """After a formal vote on (sample, criterion): reopen and settle the sample's slots.
 
     The item voted on may ask again (a revision, a verifier overruled after all): the completed
-    slots that skipped it reopen. Then every open slot with nothing left
-    to ask completes (:func:`slots_settle`). One read of the sample, its slots and its votes.
+    slots that skipped it reopen. Then every open slot with nothing left to ask completes, as
+    :func:`slots_settle` does. One read of the sample, its slots and its votes.
     """
     if not policy_on(project):
         return {"reopened": 0, "settled": 0}

@@ -365,3 +365,30 @@ def test_a_late_disagreeing_verifier_reopens_the_settled_slots(project, lead, an
     reopened = Slot.objects.get(sample=sample, annotator__isnull=True)
     assert reopened.completed_at is None
     assert queue_of(project, three) == [crits[0].key]
+
+
+@pytest.mark.django_db
+def test_switching_early_stopping_on_settles_the_open_slots(project, lead, annotators):
+    from annotation.services.project_settings import project_settings_update
+
+    project.batch_size = 3
+    samples, crits = setup_project(project, lead, annotators, n=3, stop=False)
+    project.batch_size = 3
+    project.save()
+    one, two, three = annotators[:3]
+    for user, choice in ((one, "A"), (two, "B")):
+        work.work_next(project=project, annotator=user)
+        for sample in samples:
+            for criterion in crits:
+                vote(project, user, sample, criterion, choice)
+    held = samples[0]
+    Slot.objects.filter(sample=held, annotator__isnull=True).update(
+        annotator=three,
+        claimed_at=assignment.timezone.now(),
+        lease_expires_at=assignment.timezone.now() + assignment.timedelta(hours=1),
+    )
+    assert Slot.objects.filter(sample__in=samples, completed_at__isnull=True).count() == 3
+    project_settings_update(project=project, by=lead, early_stopping=True)
+    assert not Slot.objects.filter(sample__in=samples, completed_at__isnull=True).exists()
+    assert Slot.objects.get(sample=held, annotator=three).completed_at is not None
+    assert work.work_next(project=project, annotator=three) is None
