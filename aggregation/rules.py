@@ -40,10 +40,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.routing import PANEL_A, PANEL_B, PANEL_NONE, can_still_be_kept, panel_verified
+# The stop rule lives with the queue (a lower layer) and is re-exported here beside classify().
+from annotation.routing import (
+    PANEL_A,
+    PANEL_B,  # noqa: F401  (re-exported: rules.PANEL_B)
+    PANEL_NONE,
+    can_still_be_kept,
+    panel_verified,
+)
 from core.text import plural_form
-
-__all__ = ["PANEL_A", "PANEL_B", "PANEL_NONE", "can_still_be_kept"]
 
 # Codes of the vectorised functions; the strings equal aggregation.models.Outcome's values.
 KEPT_UNANIMOUS, KEPT_MAJORITY_TIE, DROPPED_SPLIT, DROPPED_TIES, DROPPED_MISSING = range(5)
