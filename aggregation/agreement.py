@@ -746,3 +746,41 @@ def _pairwise(
     for a in range(n_raters):
         overlap_m[a][a] = int(rated_by[a])
     return kappa_m, overlap_m
+
+
+AUDIT_SCOPE_NOTE = (
+    "Fleiss' κ and Krippendorff's α on the audit share only (its samples always get every "
+    "vote); Cohen's κ on every shared item"
+)
+
+
+def audit_scoped(full: dict[str, Any], audit: dict[str, Any]) -> dict[str, Any]:
+    """``full``'s figures with Fleiss' κ and α (overall and per criterion) taken from ``audit``.
+
+    Under early stopping or routing the items outside the audit share miss votes on purpose
+    (the ones that could not change the label, or a verified panel label), which would bias the
+    chance-corrected statistics that need every rating; the audit share gets the full protocol.
+    Cohen's κ, per pair on the items the pair shares, keeps every item. ``fleiss_alpha_scope``
+    says so, with the audit share's size.
+    """
+    out = dict(full)
+    out["fleiss"] = audit["fleiss"]
+    out["alpha"] = audit["alpha"]
+    per = {}
+    for name, scoped in full.get("per_criterion", {}).items():
+        audited = audit.get("per_criterion", {}).get(name)
+        row = dict(scoped)
+        if audited is not None:
+            row["fleiss"], row["alpha"] = audited["fleiss"], audited["alpha"]
+        else:
+            row["fleiss"] = undefined("no audit item")
+            row["alpha"] = undefined("no audit item")
+        per[name] = row
+    out["per_criterion"] = per
+    out["fleiss_alpha_scope"] = {
+        "scope": "audit",
+        "items": audit.get("items", 0),
+        "samples": audit.get("samples", 0),
+        "note": AUDIT_SCOPE_NOTE,
+    }
+    return out

@@ -20,6 +20,17 @@ too many ties. For k = 3 this is exactly the table above (2 of 3 is a majority, 
 Reasons are checked in the order missing, split, ties, so "A, B" with k = 3 is "missing".
 
 A sample stays in the dataset when at least one of its criteria is kept.
+
+Early stopping and judge-assisted routing (:func:`classify_assisted`): an item whose votes can
+no longer be kept (:func:`can_still_be_kept`, shared with the work queue) is not asked its
+remaining votes; with fewer than k votes it is then dropped as a split (A and B both present) or
+for too many ties, never "missing". Whether it is kept and its preference equal the full
+protocol's by construction (for k = 3 the outcome too; for k >= 5 an item stopped on ties could
+have become a split had the remaining votes come: both are dropped). A routed item (a routable
+panel label, outside the audit share) whose human votes, fewer than k, all equal the panel's
+choice is kept unanimous with the panel's side ("panel + human"); once a human vote differs
+("panel overruled") it is labelled by the rule above on its human votes. Every label records
+its provenance (``PROVENANCES``, equal to aggregation.models.Provenance's values).
 """
 
 from __future__ import annotations
@@ -29,6 +40,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The stop rule lives with the queue (a lower layer) and is re-exported here beside classify().
+from annotation.routing import (
+    PANEL_A,
+    PANEL_B,  # noqa: F401  (re-exported: rules.PANEL_B)
+    PANEL_NONE,
+    can_still_be_kept,
+    panel_verified,
+)
 from core.text import plural_form
 
 # Codes of the vectorised functions; the strings equal aggregation.models.Outcome's values.
@@ -48,11 +67,25 @@ PREFERENCES = {PREF_NONE: "", PREF_A: "A", PREF_B: "B"}
 
 CHOICE_A, CHOICE_B, CHOICE_TIE = "A", "B", "tie"
 
+# Provenance codes; the strings equal aggregation.models.Provenance's values.
+PROV_HUMAN, PROV_EARLY_STOPPED, PROV_PANEL_HUMAN, PROV_PANEL_OVERRULED = range(4)
+PROVENANCES = ("human", "early_stopped", "panel_human", "panel_overruled")
+
 
 def classify(
-    votes_a: np.ndarray, votes_b: np.ndarray, votes_tie: np.ndarray, *, k: int = 3
+    votes_a: np.ndarray,
+    votes_b: np.ndarray,
+    votes_tie: np.ndarray,
+    *,
+    k: int = 3,
+    early_stop: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Outcome and preference codes for arrays of vote counts (one entry per item)."""
+    """Outcome and preference codes for arrays of vote counts (one entry per item).
+
+    ``early_stop`` (per item, optional): early stopping applies, so an item with fewer than k
+    votes that can no longer be kept gets its final dropped outcome (split or ties), not
+    "missing".
+    """
     if k < 1:
         raise ValueError("k (annotators per sample) must be at least 1")
     a = np.asarray(votes_a, dtype=np.int64)
@@ -65,25 +98,52 @@ def classify(
         [DROPPED_MISSING, DROPPED_SPLIT, KEPT_UNANIMOUS, KEPT_MAJORITY_TIE],
         default=DROPPED_TIES,
     ).astype(np.int8)
+    if early_stop is not None:
+        stopped = np.asarray(early_stop, bool) & (n < k) & ~can_still_be_kept(a, b, t, k)
+        final = np.where((a > 0) & (b > 0), DROPPED_SPLIT, DROPPED_TIES).astype(np.int8)
+        outcome = np.where(stopped, final, outcome)
     kept = (outcome == KEPT_UNANIMOUS) | (outcome == KEPT_MAJORITY_TIE)
     preference = np.where(kept, np.where(a > 0, PREF_A, PREF_B), PREF_NONE).astype(np.int8)
     return outcome, preference
 
 
-def can_still_be_kept(
-    votes_a: np.ndarray, votes_b: np.ndarray, votes_tie: np.ndarray, k: int = 3
-) -> np.ndarray:
-    """Per item: can the votes so far still become a kept label once k votes are in?
+def classify_assisted(
+    votes_a: np.ndarray,
+    votes_b: np.ndarray,
+    votes_tie: np.ndarray,
+    *,
+    k: int,
+    early_stop: np.ndarray,
+    panel: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outcome, preference and provenance codes under early stopping and routing.
 
-    False when A and B were both chosen (a split whatever comes), or when the ties so far leave
-    no strict majority of k reachable for one side; the early-stopping rule.
+    ``early_stop``: per item, early stopping applies (project setting on, sample not audited);
+    ``panel``: per item, the routable panel choice (``PANEL_A`` / ``PANEL_B``) when routing
+    applies, else ``PANEL_NONE``. With both off this is :func:`classify` and every provenance is
+    human.
     """
-    if k < 1:
-        raise ValueError("k (annotators per sample) must be at least 1")
     a = np.asarray(votes_a, dtype=np.int64)
     b = np.asarray(votes_b, dtype=np.int64)
     t = np.asarray(votes_tie, dtype=np.int64)
-    return ~((a > 0) & (b > 0)) & ((t == 0) | (2 * (k - t) > k))
+    stop = np.asarray(early_stop, bool)
+    p = np.asarray(panel, dtype=np.int64)
+    n = a + b + t
+    outcome, preference = classify(a, b, t, k=k, early_stop=stop)
+    routed = p != PANEL_NONE
+    verified = panel_verified(a, b, t, p) & (n < k)
+    outcome = np.where(verified, KEPT_UNANIMOUS, outcome).astype(np.int8)
+    preference = np.where(verified, np.where(p == PANEL_A, PREF_A, PREF_B), preference).astype(
+        np.int8
+    )
+    overruled = routed & (n >= 1) & ~panel_verified(a, b, t, p)
+    stopped = stop & (n < k) & ~can_still_be_kept(a, b, t, k)
+    provenance = np.select(
+        [verified, overruled, stopped],
+        [PROV_PANEL_HUMAN, PROV_PANEL_OVERRULED, PROV_EARLY_STOPPED],
+        default=PROV_HUMAN,
+    ).astype(np.int8)
+    return outcome, preference, provenance
 
 
 def samples_kept(sample_index: np.ndarray, outcome: np.ndarray, n_samples: int) -> np.ndarray:

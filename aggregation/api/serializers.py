@@ -124,6 +124,11 @@ class RowOutSerializer(serializers.Serializer):
     model_a = serializers.CharField()
     model_b = serializers.CharField()
     preference = serializers.ChoiceField(choices=["model_a", "model_b"])
+    provenance = serializers.CharField(
+        allow_null=True,
+        help_text="How the label was gathered: human, early_stopped, panel_human, "
+        "panel_overruled (published for published labels; null in versions built before).",
+    )
     votes = VoteOutSerializer(many=True, required=False, help_text="Only in versions with votes.")
 
     def to_representation(self, row: Any) -> dict[str, Any]:

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from django.core.files.storage import default_storage
-from django.db.models import JSONField, Value
+from django.db.models import CharField, JSONField, Value
 
 from aggregation.selectors.review import exportable_labels
 from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 from core.text import counted
 
-from .rows import SampleFields, has_conflict, row_build
+from .rows import PROVENANCE_PUBLISHED, SampleFields, has_conflict, row_build
 from .writers import JsonlWriter, ParquetRowWriter, ZipWriter, file_digest, jsonl_line
 
 CHUNK_SIZE = 500
@@ -39,6 +39,7 @@ class SplitStats:
     prompts: int = 0
     conflict_prompts: int = 0
     per_criterion: Counter = field(default_factory=Counter)
+    per_provenance: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class SplitStats:
             if self.prompts
             else None,
             "per_criterion": dict(sorted(self.per_criterion.items())),
+            "provenance": dict(sorted(self.per_provenance.items())),
         }
 
 
@@ -65,12 +67,16 @@ class BuildResult:
     def counts(self) -> dict[str, Any]:
         prompts = sum(s.prompts for s in self.per_split.values())
         conflicts = sum(s.conflict_prompts for s in self.per_split.values())
+        provenance: Counter = Counter()
+        for stats in self.per_split.values():
+            provenance.update(stats.per_provenance)
         return {
             "rows": self.rows,
             "prompts": prompts,
             "images": self.images,
             "conflict_prompts": conflicts,
             "conflict_share": round(conflicts / prompts, 4) if prompts else None,
+            "provenance": dict(sorted(provenance.items())),
             "per_split": {k: v.as_dict() for k, v in sorted(self.per_split.items())},
         }
 
@@ -78,6 +84,7 @@ class BuildResult:
 # (key, lookup) of what a row needs from a label, its criterion and its sample.
 _LABEL_FIELDS = (
     ("preference", "preference"),
+    ("provenance", "provenance"),
     ("criterion", "criterion__key"),
     ("prompt_id", "sample__external_id"),
     ("split", "sample__split"),
@@ -104,7 +111,10 @@ def published_labels(*, project: Project) -> Any:
         ReferenceLabel.objects.filter(
             sample__project=project, sample__status="active", preference__in=["A", "B"]
         )
-        .annotate(vote_ids=Value(None, output_field=JSONField()))
+        .annotate(
+            vote_ids=Value(None, output_field=JSONField()),
+            provenance=Value(PROVENANCE_PUBLISHED, output_field=CharField()),
+        )
         .order_by("sample__split", "sample__external_id", "criterion__order", "criterion__key")
     )
 
@@ -231,6 +241,7 @@ def export_build(
                     criterion=label["criterion"],
                     preference=label["preference"],
                     votes=row_votes,
+                    provenance=label["provenance"],
                     question_id=question_ids.get(label["criterion"])
                     if labels_from == LABELS_PUBLISHED and isinstance(question_ids, dict)
                     else None,
@@ -246,6 +257,7 @@ def export_build(
                 stats = per_split[row["split"]]
                 stats.rows += 1
                 stats.per_criterion[row["criterion"]] += 1
+                stats.per_provenance[row["provenance"]] += 1
                 rows.append(row)
                 names.append(fields.image_name)
             lines = [jsonl_line(row) for row in rows]

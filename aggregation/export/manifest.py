@@ -32,6 +32,18 @@ AGGREGATION_RULE: dict[str, Any] = {
     },
     "review": "labels and samples the lead discarded on review are left out",
     "conflict": "a prompt has a conflict when two of its kept criteria prefer opposite responses",
+    "provenance": {
+        "human": "the full protocol: k votes",
+        "early_stopped": "early stopping: the votes so far could no longer make a kept label, "
+        "so the remaining ones were not asked (the label equals the full protocol's)",
+        "panel_human": "judge-assisted routing: a unanimous, position-consistent judge panel and "
+        "one human verifier chose the same response (kept, unanimous)",
+        "panel_overruled": "judge-assisted routing: the verifier disagreed with the panel, so the "
+        "item got the full protocol and the rule above on its human votes",
+    },
+    "audit_share": "samples drawn reproducibly from the audit seed always get the full "
+    "protocol; with early stopping or routing on, Fleiss' kappa and alpha are computed on them "
+    "only",
 }
 
 

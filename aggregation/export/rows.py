@@ -23,9 +23,14 @@ ROW_FIELDS: tuple[str, ...] = (
     "model_a",
     "model_b",
     "preference",
+    "provenance",
 )
 VOTES_FIELD = "votes"
 IMAGES_DIR = "images"
+
+# How a row's label was gathered (aggregation.models.Provenance's values); a version of published
+# labels says "published".
+PROVENANCE_PUBLISHED = "published"
 
 # A kept label prefers a side: a tie is never a preference.
 PREFERENCE_NAMES = {key: name for key, name in CHOICE_NAMES.items() if name != "tie"}
@@ -85,6 +90,7 @@ def row_build(
     preference: str,
     votes: list[dict[str, str]] | None = None,
     question_id: str | None = None,
+    provenance: str = "human",
 ) -> dict[str, Any]:
     """One exported row; ``votes`` (already pseudonymised) adds the optional ``votes`` column.
 
@@ -102,6 +108,7 @@ def row_build(
         "model_a": sample.model_a,
         "model_b": sample.model_b,
         "preference": preference_name(preference),
+        "provenance": provenance,
     }
     if votes is not None:
         row[VOTES_FIELD] = votes

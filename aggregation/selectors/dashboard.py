@@ -623,4 +623,5 @@ def agreement_row(
             "overlap": list(pairwise.get("overlap") or []),
         },
         "computed_at": figures.get("computed_at"),
+        "scope": figures.get("fleiss_alpha_scope"),
     }

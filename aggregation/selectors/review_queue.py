@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404
 from aggregation.selectors.review import labels_with_review_state
 from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
 
-from ..models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from ..models import CriterionLabel, Outcome, Provenance, ReviewDecision, SampleReview
 
 KINDS = {
     "unanimous": (Outcome.KEPT_UNANIMOUS,),
@@ -27,6 +27,12 @@ KINDS = {
 }
 KIND_CHOICES = [("unanimous", "Unanimous"), ("majority_tie", "Majority + tie")]
 PAGE_SIZE = 50
+# How a kept label was gathered (early-stopped labels are never kept, so not offered).
+PROVENANCE_CHOICES = [
+    (Provenance.HUMAN.value, "Human (full protocol)"),
+    (Provenance.PANEL_HUMAN.value, "Panel + human"),
+    (Provenance.PANEL_OVERRULED.value, "Panel overruled"),
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class QueueFilters:
     disagreements: bool = False
     flagged: bool = False
     unreviewed: bool = False
+    provenance: str = ""
 
     @classmethod
     def from_query(cls, data: QueryDict | dict[str, str]) -> QueueFilters:
@@ -44,6 +51,7 @@ class QueueFilters:
         split = data.get("split", "")
         criterion = data.get("criterion", "")
         kind = data.get("kind", "")
+        provenance = data.get("provenance", "")
         return cls(
             split=split if split in Split.values else "",
             criterion=int(criterion) if str(criterion).isdigit() else None,
@@ -51,6 +59,7 @@ class QueueFilters:
             disagreements=data.get("disagreements") in ("1", "on", "true"),
             flagged=data.get("flagged") in ("1", "on", "true"),
             unreviewed=data.get("unreviewed") in ("1", "on", "true"),
+            provenance=provenance if provenance in Provenance.values else "",
         )
 
     def params(self) -> dict[str, str]:
@@ -90,6 +99,8 @@ def review_queue(*, project: Project, filters: QueueFilters | None = None) -> Qu
         qs = qs.filter(Exists(kept))
     if filters.kind:
         qs = qs.filter(Exists(kept.filter(outcome__in=KINDS[filters.kind])))
+    if filters.provenance:
+        qs = qs.filter(Exists(kept.filter(provenance=filters.provenance)))
     if filters.disagreements:
         qs = qs.filter(Exists(labels.exclude(outcome=Outcome.KEPT_UNANIMOUS)))
     if filters.flagged:

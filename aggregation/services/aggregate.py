@@ -29,7 +29,19 @@ from django.db import connection, transaction
 from django.db.models import Case, Exists, IntegerField, OuterRef, Value, When
 from django.utils import timezone
 
-from annotation.models import Choice, Criterion, Project, SampleStatus, Slot, Split, Vote
+from annotation import audit
+from annotation.models import (
+    Choice,
+    Criterion,
+    PanelLabel,
+    Project,
+    RoutingPolicy,
+    Sample,
+    SampleStatus,
+    Slot,
+    Split,
+    Vote,
+)
 from annotation.splits import split_label
 from core.db import JsonText, insert_rows, read_int_columns, update_rows
 from core.jobs import job_create, job_enqueue
@@ -141,6 +153,7 @@ class _Items:
     item: np.ndarray  # per vote, its item
     _ids_sorted: np.ndarray
     _bounds: np.ndarray
+    provenance: np.ndarray | None = None  # rules.PROV_* codes; None: all human
 
     def vote_ids_json(self, i: int) -> str:
         """The ids of item ``i``'s votes as JSON text, ascending."""
@@ -159,6 +172,7 @@ class _Items:
             t,
             JsonText(self.vote_ids_json(i)),
             int(self.digest[i]),
+            rules.PROVENANCES[self.provenance[i] if self.provenance is not None else 0],
             job_id,
             now,
         )
@@ -203,6 +217,115 @@ def _label_items(votes: dict[str, np.ndarray], criteria: list[Criterion], k: int
         _ids_sorted=votes["id"][order],
         _bounds=bounds,
     )
+
+
+@dataclass
+class _Policy:
+    """What early stopping and routing change for one split's items (nothing when both off)."""
+
+    on: bool
+    settings: dict[str, Any]
+    audited: np.ndarray  # per item: its sample is in the audit share
+    early_stop: np.ndarray  # per item: early stopping applies
+    panel: np.ndarray  # per item: the routable panel choice (rules.PANEL_*) where routing applies
+
+    def digest_key(self, items: _Items) -> dict[str, Any]:
+        """The settings and a hash of the per-item flags, for the agreement inputs' digest."""
+        with np.errstate(over="ignore"):
+            flags = _mix(items.keys * 8 + self._extra()).sum(dtype=np.uint64)
+        return {**self.settings, "flags": int(flags)}
+
+    def _extra(self) -> np.ndarray:
+        return self.early_stop.astype(np.int64) + (self.panel.astype(np.int64) + 1) * 2
+
+
+def policy_settings(project: Project) -> dict[str, Any]:
+    """The project's early stopping and routing settings as they go into figures and manifests."""
+    return {
+        "early_stopping": bool(project.early_stopping),
+        "routing_policy": str(project.routing_policy),
+        "audit_share": float(project.audit_share),
+        "audit_seed": int(project.audit_seed),
+    }
+
+
+def _policy(project: Project, split: str, criteria: list[Criterion], items: _Items) -> _Policy:
+    """Per item: audit share, early stopping and the routable panel choice (one query each)."""
+    n = len(items.keys)
+    settings = policy_settings(project)
+    routing_on = project.routing_policy == RoutingPolicy.PANEL_VERIFIER
+    on = settings["early_stopping"] or routing_on
+    none = np.full(n, rules.PANEL_NONE, np.int8)
+    if not on:
+        return _Policy(False, settings, np.zeros(n, bool), np.zeros(n, bool), none)
+    samples = np.unique(items.sample)
+    external: dict[int, str] = {}
+    for start in range(0, len(samples), 10_000):
+        chunk = samples[start : start + 10_000].tolist()
+        external.update(Sample.objects.filter(pk__in=chunk).values_list("pk", "external_id"))
+    in_audit = audit.audit_mask(
+        project.audit_seed, (external[int(s)] for s in samples), settings["audit_share"]
+    )
+    audited = in_audit[np.searchsorted(samples, items.sample)] if n else np.zeros(0, bool)
+    early_stop = np.full(n, settings["early_stopping"]) & ~audited
+    panel = none.copy()
+    if routing_on and n:
+        rows = list(
+            PanelLabel.objects.filter(
+                sample__project=project, sample__split=split, routable=True
+            ).values_list("sample_id", "criterion_id", "choice")
+        )
+        if rows:
+            sample_ids = np.array([r[0] for r in rows], np.int64)
+            position = _criterion_positions(criteria, np.array([r[1] for r in rows], np.int64))
+            side = np.array([rules.PANEL_A if r[2] == Choice.A else rules.PANEL_B for r in rows])
+            keys = sample_ids * len(criteria) + position
+            at = np.minimum(np.searchsorted(items.keys, keys), n - 1)
+            found = (position >= 0) & (items.keys[at] == keys)
+            panel[at[found]] = side[found]
+            panel[audited] = rules.PANEL_NONE  # the audit share always gets the full protocol
+    return _Policy(True, settings, audited, early_stop, panel)
+
+
+def _apply_policy(items: _Items, policy: _Policy, k: int) -> None:
+    """Outcome, preference and provenance under the policy; the digest covers what changed it.
+
+    An item the policy leaves alone (both off, or an audited sample) keeps its full-protocol
+    label and digest, so switching the policy rewrites only the labels it can change.
+    """
+    if not policy.on:
+        items.provenance = np.zeros(len(items.keys), np.int8)
+        return
+    items.outcome, items.preference, items.provenance = rules.classify_assisted(
+        items.counts[:, 0],
+        items.counts[:, 1],
+        items.counts[:, 2],
+        k=k,
+        early_stop=policy.early_stop,
+        panel=policy.panel,
+    )
+    extra = policy._extra()
+    with np.errstate(over="ignore"):
+        mixed = _mix(items.digest.view(np.uint64) ^ _mix(extra)).view(np.int64)
+    items.digest = np.where(extra == 0, items.digest, mixed)
+
+
+def _audit_figures(
+    votes: dict[str, np.ndarray],
+    items: _Items,
+    policy: _Policy,
+    criteria: list[Criterion],
+    k: int,
+    names: dict[int, str],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The agreement figures of the audit share's items alone (for Fleiss' κ and α)."""
+    keep = policy.audited[items.item]
+    if not keep.any():
+        none = agreement.undefined("no audit item")
+        return {"fleiss": none, "alpha": none, "per_criterion": {}, "items": 0, "samples": 0}
+    sub = {name: column[keep] for name, column in votes.items()}
+    return _agreement(sub, _label_items(sub, criteria, k), criteria, k, names, **options)
 
 
 def _inputs_digest(
@@ -322,6 +445,7 @@ _COLUMNS = (
     "votes_tie",
     "vote_ids",
     "vote_digest",
+    "provenance",
     "job_id",
     "computed_at",
 )
@@ -364,18 +488,28 @@ def project_aggregate(
             done += len(votes["id"])
             progress(done, total, f"{label}: labels and agreement")
             items = _label_items(votes, criteria, k)
+            policy = _policy(project, s, criteria, items)
+            _apply_policy(items, policy, k)
             names = _rater_names(votes)
             options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
             scale_inputs = ordinal_inputs_digest(
                 project=project, votes=_formal_votes(project, s, criteria)
             )
-            inputs = _inputs_digest(votes, criteria, k, names, {**options, "scale": scale_inputs})
+            scope = {"policy": policy.digest_key(items)} if policy.on else {}
+            inputs = _inputs_digest(
+                votes, criteria, k, names, {**options, "scale": scale_inputs, **scope}
+            )
             snapshot = AgreementSnapshot.objects.filter(project=project, split=s).first()
             unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
             now = timezone.now()
             figures = None
             if not unchanged:
                 figures = _agreement(votes, items, criteria, k, names, **options)
+                if policy.on:
+                    figures = agreement.audit_scoped(
+                        figures, _audit_figures(votes, items, policy, criteria, k, names, options)
+                    )
+                    figures["policy"] = policy.settings
                 ordinal = ordinal_snapshot_figures(
                     project=project, votes=_formal_votes(project, s, criteria), **options
                 )
@@ -413,6 +547,7 @@ def project_aggregate(
                 "labels": len(items.keys),
                 "agreement": "unchanged" if unchanged else "computed",
                 "outcomes": {o: int(n) for o, n in zip(rules.OUTCOMES, by_outcome, strict=True)},
+                "provenance": _provenance_counts(items),
                 "kept": int(by_outcome[list(rules.KEPT)].sum()),
                 "samples": n_samples,
                 "samples_kept": kept_samples,
@@ -426,6 +561,13 @@ def project_aggregate(
     ]
     out["summary"] = "; ".join(parts) if parts else "No criteria to aggregate."
     return out
+
+
+def _provenance_counts(items: _Items) -> dict[str, int]:
+    """Labels per provenance (every provenance named, zeros included)."""
+    codes = items.provenance if items.provenance is not None else np.zeros(0, np.int8)
+    counts = np.bincount(codes, minlength=len(rules.PROVENANCES))
+    return {p: int(n) for p, n in zip(rules.PROVENANCES, counts, strict=True)}
 
 
 def aggregation_start(*, project: Project, split: str | None = None, created_by: Any) -> Job:

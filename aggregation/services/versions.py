@@ -26,7 +26,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation.models import Project
@@ -47,11 +47,14 @@ from ..export.rows import ROW_FIELDS, VOTES_FIELD
 from ..export.writers import file_digest
 from ..models import (
     AgreementSnapshot,
+    CriterionLabel,
     DatasetFile,
     DatasetRow,
     DatasetVersion,
+    Outcome,
     version_file_path,
 )
+from .aggregate import policy_settings
 
 logger = logging.getLogger(__name__)
 
@@ -208,6 +211,17 @@ PUBLISHED_RULE: dict[str, Any] = {
 }
 
 
+def _labels_by_provenance(project: Project) -> dict[str, dict[str, int]]:
+    """Every formal label (kept or not) per provenance: early-stopped ones are never rows."""
+    rows = (
+        CriterionLabel.objects.filter(sample__project=project, sample__is_seed=False)
+        .values("provenance")
+        .annotate(labels=Count("pk"), kept=Count("pk", filter=Q(outcome__in=Outcome.kept())))
+        .order_by("provenance")
+    )
+    return {r["provenance"]: {"labels": r["labels"], "kept": r["kept"]} for r in rows}
+
+
 def _manifest(
     version: DatasetVersion,
     result: BuildResult,
@@ -242,6 +256,9 @@ def _manifest(
     ]
     if version.include_votes:
         columns.append(VOTES_FIELD)
+    counts = result.counts()
+    if not published:
+        counts["labels_by_provenance"] = _labels_by_provenance(project)
     manifest = manifest_build(
         project={"slug": project.slug, "name": project.name},
         version=version.number,
@@ -255,10 +272,11 @@ def _manifest(
             if version.include_votes or contested is not None
             else None,
             "include_contested": contested is not None,
+            "policy": None if published else policy_settings(project),
         },
         rule=PUBLISHED_RULE if published else AGGREGATION_RULE,
         counts={
-            **result.counts(),
+            **counts,
             **({"contested": contested.counts()} if contested is not None else {}),
         },
         agreement={} if published else _agreement(project, result.pseudonyms),

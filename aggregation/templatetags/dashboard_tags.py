@@ -41,3 +41,17 @@ def get(mapping: dict | None, key: object) -> object:
     if not mapping:
         return None
     return mapping.get(key)
+
+
+PROVENANCE_SHORT = {
+    "human": "human",
+    "early_stopped": "stopped early",
+    "panel_human": "panel + human",
+    "panel_overruled": "panel overruled",
+}
+
+
+@register.simple_tag
+def provenance_short(provenance: str) -> str:
+    """A label's provenance in a few words, for badges."""
+    return PROVENANCE_SHORT.get(provenance, provenance)

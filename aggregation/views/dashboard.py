@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from aggregation.selectors.dashboard import STATISTICS, dashboard_figures
 from aggregation.selectors.panel_audit import panel_audit_figures
+from aggregation.selectors.savings import votes_saved
 from annotation.selectors.projects import project_get
 from annotation.selectors.reports import reports_open_count
 from core.models import Job
@@ -46,5 +47,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "versions_url": reverse("versions", args=[slug]),
         "reports_open": reports_open_count(project=project),
         "panel_audit": panel_audit_present(panel_audit_figures(project=project)),
+        "savings": votes_saved(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)

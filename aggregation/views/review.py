@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from aggregation.selectors.review_queue import KIND_CHOICES, QueueFilters
+from aggregation.selectors.review_queue import KIND_CHOICES, PROVENANCE_CHOICES, QueueFilters
 from annotation.forms import refusal
 from annotation.models import Project, Sample
 from annotation.selectors.projects import project_get
@@ -63,6 +63,7 @@ def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
         "qs": filters.querystring(),
         "criteria_groups": queue_selectors.criterion_choices(project=project),
         "kinds": KIND_CHOICES,
+        "provenances": PROVENANCE_CHOICES,
         "counts": queue_selectors.review_counts(project=project, filters=filters),
         **data,
     }

@@ -54,8 +54,12 @@ def count_of(queryset: QuerySet) -> Coalesce:
 
 
 def open_condition(now: datetime) -> Q:
-    """Slots a claim may take: never claimed, released, or leased out and expired."""
-    return Q(annotator__isnull=True) | Q(completed_at__isnull=True, lease_expires_at__lt=now)
+    """Slots a claim may take: never claimed, released, or leased out and expired.
+
+    Never a completed one: early stopping and routing complete the unheld slots of a sample
+    that asks nothing more (``services.routing.slots_settle``).
+    """
+    return Q(completed_at__isnull=True) & (Q(annotator__isnull=True) | Q(lease_expires_at__lt=now))
 
 
 def lease_until(project: Project, now: datetime) -> datetime:
@@ -128,7 +132,7 @@ def claim_candidates(*, project: Project, user: Any, now: datetime, limit: int) 
         f"SELECT {{stage}} AS stage, o.id, o.sample_id, o.{qn('index')} AS idx"
         f" FROM {slot_t} o JOIN {sample_t} s ON s.id = o.sample_id"
         " WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s"
-        " AND (o.annotator_id IS NULL OR (o.completed_at IS NULL AND o.lease_expires_at < %s))"
+        " AND o.completed_at IS NULL AND (o.annotator_id IS NULL OR o.lease_expires_at < %s)"
         f" AND NOT EXISTS (SELECT 1 FROM {slot_t} y"
         "  WHERE y.sample_id = o.sample_id AND y.annotator_id = %s)"
         f" AND NOT EXISTS (SELECT 1 FROM {vote_t} v"

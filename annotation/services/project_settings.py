@@ -7,9 +7,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Criterion, CriterionChange, Project, Slot
+from ..models import Criterion, CriterionChange, Project, Slot, Vote
 from .assignment import slots_ensure
 from .criteria import change_record, criterion_votes
+from .routing import project_settle
 
 EDITABLE_SETTINGS = (
     "name",
@@ -25,7 +26,38 @@ EDITABLE_SETTINGS = (
     "vote_revision_window",
     "calibration_threshold",
     "guidelines",
+    "early_stopping",
+    "routing_policy",
+    "audit_share",
+    "audit_seed",
 )
+# Fixed once formal votes exist: changing them would change which items were asked for fewer
+# votes after the fact (the audit draw, the routing) or leave stopped items short of votes.
+LOCKED_ONCE_VOTED = ("routing_policy", "audit_share", "audit_seed")
+
+
+def _policy_check(project: Project, old: dict[str, Any]) -> None:
+    """Refuse a change of the audit draw or routing, or early stopping off, once votes exist."""
+    changed = [f for f in LOCKED_ONCE_VOTED if getattr(project, f) != old[f]]
+    stopping_off = old["early_stopping"] and not project.early_stopping
+    if not changed and not stopping_off:
+        return
+    voted = Vote.objects.filter(
+        sample__project=project, sample__is_seed=False, round=Vote.FORMAL_ROUND
+    ).exists()
+    if not voted:
+        return
+    errors = {
+        f: "Fixed once formal votes exist: the audit share and routing decide which items got "
+        "fewer votes, so changing them now would misstate the labels already made."
+        for f in changed
+    }
+    if stopping_off:
+        errors["early_stopping"] = (
+            "Early stopping cannot be switched off once formal votes exist: the items it "
+            "stopped would be left short of votes. Switching it on is possible at any time."
+        )
+    raise ValidationError(errors)
 
 
 @transaction.atomic
@@ -41,9 +73,11 @@ def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Pro
         raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
     project = Project.objects.select_for_update().get(pk=project.pk)
     old_k = project.annotators_per_sample
+    old = {f: getattr(project, f) for f in (*LOCKED_ONCE_VOTED, "early_stopping")}
     for field, value in changes.items():
         setattr(project, field, value)
     project.full_clean()
+    _policy_check(project, old)
     new_k = project.annotators_per_sample
     if new_k < old_k:
         above = Slot.objects.filter(sample__project=project, index__gt=new_k)
@@ -63,6 +97,9 @@ def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Pro
     project.save()
     if new_k > old_k:
         slots_ensure(project=project)
+    if any(getattr(project, f) != old[f] for f in old):
+        # Items that no longer need a vote under the new policy: their open slots complete.
+        project_settle(project=project)
     return project
 
 

@@ -60,6 +60,7 @@ from ..models import (
     Vote,
     VoteRevision,
 )
+from . import routing
 from .assignment import count_of
 from .work_types import VoteRejected
 
@@ -153,10 +154,13 @@ def vote_submit(
         raise VoteRejected("criterion", "This criterion is not part of the project.")
     args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds, unsure)
     try:
-        return _vote_write(*args)
+        vote = _vote_write(*args)
     except IntegrityError:
         # The same vote was created concurrently (two tabs): once more, as a revision.
-        return _vote_write(*args)
+        vote = _vote_write(*args)
+    if vote.round == Vote.FORMAL_ROUND and routing.policy_on(project):
+        routing.after_vote(project=project, sample_id=sample_id, criterion_id=criterion_id)
+    return vote
 
 
 def _vote_context(

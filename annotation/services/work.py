@@ -41,6 +41,7 @@ from ..models import (
     Vote,
     WorkOrder,
 )
+from . import routing
 from .assignment import (
     RELEASED,
     claim_candidates,
@@ -142,6 +143,16 @@ def _formal_voted(user: Any, slots: list[Slot]) -> set[tuple[int, int]]:
     )
 
 
+def _still_asked(
+    project: Project, slots: list[Slot], batch: list[tuple[Sample, Any]]
+) -> list[tuple[Sample, Any]]:
+    """The batch without the items early stopping or routing no longer asks (services.routing)."""
+    if not routing.policy_on(project):
+        return batch
+    settled = routing.settled_items(project, [slot.sample for slot in slots])
+    return [(s, c) for s, c in batch if (s.pk, c.pk) not in settled]
+
+
 def work_state(*, project: Project, annotator: Any) -> WorkState:
     """The annotator's phase and progress in the project."""
     member = member_progress(project, annotator)
@@ -213,6 +224,7 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
         # Freshly claimed samples carry no vote of this annotator (claims skip those).
         voted = set() if claimed else _formal_voted(annotator, slots)
         batch = ordered_items([slot.sample for slot in slots], criteria, project.work_order)
+        batch = _still_asked(project, slots, batch)
         by_sample = {slot.sample_id: slot for slot in slots}
         skipped = (
             skip_order(annotator, list(by_sample), Vote.FORMAL_ROUND)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -36,7 +38,35 @@ class ProjectSettingsForm(forms.ModelForm):
             "export_includes_seeds": "Include seed samples in exports",
             "vote_revision_window": "Revising a vote on a completed sample",
             "calibration_threshold": "Calibration threshold (% agreement with the reference)",
+            "early_stopping": "Early stopping: skip votes that can no longer change a label",
+            "routing_policy": "Judge-assisted routing",
+            "audit_share": "Audit share (0-1): samples that always get every vote",
+            "audit_seed": "Audit seed",
         }
+        help_texts = {
+            "early_stopping": "Audit samples always get every vote. It can be switched on at any "
+            "time, not off once formal votes exist.",
+            "routing_policy": "Panel + verifier: where the judge panel is unanimous and "
+            "position-consistent, one annotator verifies; on disagreement the item gets every "
+            "vote. Annotators never see the panel. Fixed once formal votes exist.",
+            "audit_share": "Drawn reproducibly from the seed; fixed once formal votes exist.",
+            "audit_seed": "Fixed once formal votes exist.",
+        }
+
+    # A post without these (a form from before they existed) keeps the project's values.
+    KEEP_WHEN_ABSENT = ("routing_policy", "audit_share", "audit_seed")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in self.KEEP_WHEN_ABSENT:
+            self.fields[name].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in self.KEEP_WHEN_ABSENT:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
 
 
 class CriterionForm(forms.ModelForm):

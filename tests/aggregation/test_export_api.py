@@ -83,7 +83,7 @@ def test_rows_are_paginated_and_filtered(built, lead_key):
     first = everything["results"][0]
     assert list(first) == [
         "question_id", "prompt_id", "split", "criterion", "question", "image_path",
-        "pred_a", "pred_b", "model_a", "model_b", "preference", "votes",
+        "pred_a", "pred_b", "model_a", "model_b", "preference", "provenance", "votes",
     ]  # fmt: skip
     assert first == built.rows.order_by("id").first().data
     assert list(first["votes"][0]) == ["annotator", "choice", "rationale", "unsure"]

@@ -63,12 +63,21 @@ def test_manifest_figures_and_checksums(project, lead, data):
     assert manifest["created_by"] == "lead" and manifest["created"]
     assert manifest["aggregation_rule"]["name"] == "unanimous_or_majority_plus_tie"
     assert manifest["options"]["include_votes"] is False
+    assert manifest["options"]["policy"] == {
+        "early_stopping": False,
+        "routing_policy": "off",
+        "audit_share": 0.2,
+        "audit_seed": 0,
+    }
+    by_provenance = manifest["counts"].pop("labels_by_provenance")
+    assert set(by_provenance) == {"human"} and by_provenance["human"]["kept"] == 4
     assert manifest["counts"] == {
         "rows": 4,
         "prompts": 3,
         "images": 3,
         "conflict_prompts": 1,
         "conflict_share": 0.3333,
+        "provenance": {"human": 4},
         "per_split": {
             "open_ended": {
                 "rows": 3,
@@ -76,6 +85,7 @@ def test_manifest_figures_and_checksums(project, lead, data):
                 "conflict_prompts": 1,
                 "conflict_share": 0.5,
                 "per_criterion": {oe[0].key: 2, oe[1].key: 1},
+                "provenance": {"human": 3},
             },
             "reasoning": {
                 "rows": 1,
@@ -83,6 +93,7 @@ def test_manifest_figures_and_checksums(project, lead, data):
                 "conflict_prompts": 0,
                 "conflict_share": 0.0,
                 "per_criterion": {rs[0].key: 1},
+                "provenance": {"human": 1},
             },
         },
     }
@@ -109,7 +120,7 @@ def test_parquet_round_trip_through_pandas(project, lead, data, tmp_path):
     rows = [r.data for r in version.rows.order_by("id")]
     assert list(frame.columns) == [
         "question_id", "prompt_id", "split", "criterion", "question", "image", "image_path",
-        "pred_a", "pred_b", "model_a", "model_b", "preference", "votes",
+        "pred_a", "pred_b", "model_a", "model_b", "preference", "provenance", "votes",
     ]  # fmt: skip
     assert frame["question_id"].tolist() == [r["question_id"] for r in rows]
     assert frame["preference"].tolist() == [r["preference"] for r in rows]

@@ -40,6 +40,7 @@ def test_every_row_has_the_published_schema(project, lead, data):
         "model_a": "m-2a",
         "model_b": "m-2b",
         "preference": "model_b",
+        "provenance": "human",
     }
     # The frozen rows are the JSONL lines, in the same order.
     with version.files.get(kind="jsonl").file.open("rb") as fh:

@@ -44,6 +44,9 @@ def test_lead_saves_settings(client, project, lead):
         "shuffle_ab": "on",
         "vote_revision_window": "until_aggregation",
         "calibration_threshold": 80,
+        "routing_policy": "off",
+        "audit_share": "0.2",
+        "audit_seed": 0,
     }
     response = client.post(f"/projects/{project.slug}/settings/", data)
     assert response.status_code == 302
