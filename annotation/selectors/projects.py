@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
-from ..models import Project, ProjectMember
+from ..models import Project, ProjectMember, Vote
 
 
 def project_get(*, slug: str) -> Project:
@@ -24,3 +24,10 @@ def project_list_with_counts() -> QuerySet[Project]:
 
 def memberships_for(*, user: Any) -> QuerySet[ProjectMember]:
     return ProjectMember.objects.filter(user=user, is_active=True).select_related("project")
+
+
+def project_has_formal_votes(*, project: Project) -> bool:
+    """True once any formal (non-seed, round 0) vote exists: the settings it fixes are locked."""
+    return Vote.objects.filter(
+        sample__project=project, sample__is_seed=False, round=Vote.FORMAL_ROUND
+    ).exists()

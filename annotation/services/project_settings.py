@@ -7,7 +7,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Criterion, CriterionChange, Project, Slot, Vote
+from ..models import Criterion, CriterionChange, Project, Slot
+from ..selectors.projects import project_has_formal_votes
 from .assignment import slots_ensure
 from .criteria import change_record, criterion_votes
 from .routing import project_settle
@@ -42,10 +43,7 @@ def _policy_check(project: Project, old: dict[str, Any]) -> None:
     stopping_off = old["early_stopping"] and not project.early_stopping
     if not changed and not stopping_off:
         return
-    voted = Vote.objects.filter(
-        sample__project=project, sample__is_seed=False, round=Vote.FORMAL_ROUND
-    ).exists()
-    if not voted:
+    if not project_has_formal_votes(project=project):
         return
     errors = {
         f: "Fixed once formal votes exist: the audit share and routing decide which items got "

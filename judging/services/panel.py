@@ -24,7 +24,15 @@ from aggregation.assisted import NO_ANSWER, panel_verdict
 from aggregation.assisted import A as CODE_A
 from aggregation.assisted import B as CODE_B
 from aggregation.rules import PREFERENCES
-from annotation.models import Criterion, PanelLabel, Project, Sample, SampleStatus
+from annotation.models import (
+    Criterion,
+    PanelLabel,
+    Project,
+    RoutingPolicy,
+    Sample,
+    SampleStatus,
+)
+from annotation.selectors.projects import project_has_formal_votes
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 from judging.metrics import MODEL_A, MODEL_B, majority_vote
@@ -175,6 +183,7 @@ def panel_run_execute(
     both orders, and replace the project's panel labels with the panel's verdicts."""
     progress = progress or (lambda *a, **k: None)
     configs = list(configs)
+    _refuse_after_routing_started(project)
     if not configs:
         raise RunnerError("choose at least one judge config for the panel", field="configs")
     for config in configs:  # refuse a missing API key before anything starts
@@ -250,6 +259,7 @@ def panel_run_execute(
     ]
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).first()
+        _refuse_after_routing_started(project)
         PanelLabel.objects.filter(sample__project=project).delete()
         PanelLabel.objects.bulk_create(rows, batch_size=2000)
     return PanelResult(
@@ -265,12 +275,24 @@ def panel_run_execute(
     )
 
 
+def _refuse_after_routing_started(project: Project) -> None:
+    """New panel labels once routed votes exist would change which items were asked of fewer
+    humans after the fact (the routing policy is fixed then for the same reason)."""
+    if project.routing_policy != RoutingPolicy.OFF and project_has_formal_votes(project=project):
+        raise RunnerError(
+            "the panel cannot be run again: routing is on and formal votes exist, so its labels "
+            "already decided which items one annotator verifies",
+            field="configs",
+        )
+
+
 def panel_run_start(*, project: Project, configs: Sequence[JudgeConfig], by: Any) -> Job:
     """Queue a panel run of ``configs`` on ``project`` (raises JobQueueUnavailable,
     RunnerError)."""
     from judging.tasks import panel_run_task
 
     configs = list(configs)
+    _refuse_after_routing_started(project)
     if not configs:
         raise RunnerError("choose at least one judge config for the panel", field="configs")
     names = [c.name for c in configs]

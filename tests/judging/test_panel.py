@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import Criterion, PanelLabel
+from annotation.models import Criterion, PanelLabel, RoutingPolicy, Vote
 from core.models import Job
 from judging.runner.run import RunnerError
 from judging.services.panel import panel_configs, panel_run_execute, panel_run_start
@@ -161,6 +161,28 @@ def test_a_project_without_formal_samples_is_refused(project):
     with pytest.raises(RunnerError, match="no formal samples"):
         panel_run_execute(project=project, configs=[config])
     assert Criterion.objects.filter(project=project).exists()
+
+
+def test_no_new_panel_once_routed_votes_exist(project, samples, annotator):
+    """The panel decided which items one annotator verifies: new labels would rewrite that."""
+    config = judge_config("http://127.0.0.1:9/v1", name="fake-1")
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.save(update_fields=["routing_policy"])
+    criterion = Criterion.objects.filter(project=project).first()
+    Vote.objects.create(
+        sample=samples[0], criterion=criterion, annotator=annotator, choice="A", rationale="x" * 20
+    )
+    with pytest.raises(RunnerError, match="routing is on and formal votes exist") as refused:
+        panel_run_start(project=project, configs=[config], by=None)
+    assert refused.value.field == "configs"
+    with pytest.raises(RunnerError, match="routing is on"):
+        panel_run_execute(project=project, configs=[config])
+    assert not Job.objects.filter(kind=Job.Kind.PANEL).exists()
+    project.routing_policy = RoutingPolicy.OFF  # routing off: the panel is only a reference
+    project.save(update_fields=["routing_policy"])
+    result = panel_run_execute(project=project, configs=[config])  # no server: calls fail
+    assert result.labels == PanelLabel.objects.filter(sample__project=project).count() > 0
+    assert result.routable == 0
 
 
 def test_the_panel_page_starts_the_job_and_shows_what_it_wrote(
