@@ -19,9 +19,13 @@ class ProjectCreateForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "slug", "description"]
-        labels = {"slug": "Address (letters, digits, hyphens)"}
-        help_texts = {"slug": "Left empty, it is made from the name."}
+        fields = ["name", "slug", "description", "label_scale"]
+        labels = {"slug": "Address (letters, digits, hyphens)", "label_scale": "Label scale"}
+        help_texts = {
+            "slug": "Left empty, it is made from the name.",
+            "label_scale": "How annotators answer each (sample, criterion). It can be changed "
+            "until formal annotation starts.",
+        }
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -10,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import lead_required
 
-from ..forms_criteria import CriterionAddForm
-from ..models import Criterion, Project
+from ..forms_criteria import CriterionAddForm, CriterionRubricForm
+from ..models import Criterion, LabelScale, Project
 from ..selectors import projects as selectors
 from ..selectors.criteria import criteria_changes, criteria_with_votes
 from ..services.project_settings import (
@@ -36,7 +38,16 @@ class ProjectSettingsForm(forms.ModelForm):
             "export_includes_seeds": "Include seed samples in exports",
             "vote_revision_window": "Revising a vote on a completed sample",
             "calibration_threshold": "Calibration threshold (% agreement with the reference)",
+            "label_scale": "Label scale",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Left out of a post, the scale stays as it is (it is fixed once formal work starts).
+        self.fields["label_scale"].required = False
+
+    def clean_label_scale(self) -> str:
+        return self.cleaned_data.get("label_scale") or self.instance.label_scale
 
 
 class CriterionForm(forms.ModelForm):
@@ -80,17 +91,28 @@ def criterion_edit(request: HttpRequest, slug: str, criterion_id: int) -> HttpRe
     project = selectors.project_get(slug=slug)
     criterion = get_object_or_404(Criterion, pk=criterion_id, project=project)
     form = CriterionForm(request.POST or None, instance=criterion)
-    if request.method == "POST" and form.is_valid():
-        criterion_update(
-            criterion=criterion,
-            by=request.user,
-            name=form.cleaned_data["name"],
-            description=form.cleaned_data["description"],
-        )
-        messages.success(request, f"Criterion “{criterion.name}” saved.")
-        return redirect("project-settings", slug=project.slug)
+    rubric_form = None
+    if project.label_scale == LabelScale.POINTWISE:
+        rubric_form = CriterionRubricForm(request.POST or None, criterion=criterion)
+    valid = form.is_valid() and (rubric_form is None or rubric_form.is_valid())
+    if request.method == "POST" and valid:
+        try:
+            criterion_update(
+                criterion=criterion,
+                by=request.user,
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                rubric=rubric_form.rubric() if rubric_form is not None else None,
+            )
+        except ValidationError as exc:
+            target = rubric_form or form
+            for field, errors in exc.message_dict.items():
+                target.add_error(field if field in target.fields else None, errors)
+        else:
+            messages.success(request, f"Criterion “{criterion.name}” saved.")
+            return redirect("project-settings", slug=project.slug)
     return render(
         request,
         "annotation/criterion_edit.html",
-        {"project": project, "criterion": criterion, "form": form},
+        {"project": project, "criterion": criterion, "form": form, "rubric_form": rubric_form},
     )
