@@ -19,6 +19,7 @@ from ..presenters.dashboard import (
     dashboard_charts,
     dashboard_present,
 )
+from ..selectors.scale_distribution import scale_distribution
 
 
 @lead_required
@@ -43,5 +44,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "last_build_job": jobs.filter(kind=Job.Kind.BUILD_VERSION).first(),
         "versions_url": reverse("versions", args=[slug]),
         "reports_open": reports_open_count(project=project),
+        "scale_table": scale_distribution(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)
