@@ -149,6 +149,23 @@ def test_import_calibrate_vote_aggregate_version(client, tmp_path, lead, scale):
                 "b": {"1": 0, "2": 2, "3": 1, "4": 0, "5": 0},
             }
 
+    # The lead's review shows each vote's grade / scores and the label's figures; the
+    # dashboard the distribution per criterion.
+    client.force_login(lead)
+    sample = Sample.objects.get(project=project, external_id="f-1")
+    review = client.get(f"/projects/{project.slug}/review/{sample.pk}/").content.decode()
+    dashboard = client.get(f"/projects/{project.slug}/dashboard/").content.decode()
+    n = len(criteria)
+    if scale == "graded":
+        assert review.count('<span class="answer" title="The vote\'s grade">A&gt;B</span>') == 2 * n
+        assert "median grade +1" in review
+        assert "Grades per criterion" in dashboard
+        # Per criterion: 2 samples x (1 A≫B, 2 A>B), nothing else; 6 votes.
+        assert '<td class="num">2</td><td class="num">4</td><td class="num">0</td>' in dashboard
+    else:
+        assert "A 4 · B 3" in review and "mean score A 4.33 · B 2.33" in review
+        assert "Scores per criterion" in dashboard
+
     # The version: rows carry the votes' grades / scores, the median / means and soft label.
     version = version_build(project=project, by=lead, include_votes=True)
     assert version.manifest["project"]["label_scale"] == scale
