@@ -1,0 +1,119 @@
+"""The graded and pointwise labeling screens in Chromium: keys on a desktop, taps on a phone.
+
+Each screen must fit its viewport without sideways scrolling, and the vote it sends is stored in
+canonical A/B terms whatever order the responses were shown in.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Criterion, Slot, Vote
+from annotation.services.projects import member_add, project_create
+from core.permissions import ANNOTATOR_GROUP
+from tests.annotation.work_data import calibrate, make_formal
+from tests.conftest import make_user
+from tests.e2e.conftest import login, screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+RATIONALE = "Response A reads the chart correctly; B misreads the axis."
+DESKTOP, PHONE = (1440, 900), (390, 844)
+
+
+def _setup(scale: str):
+    lead = make_user("lead-e2e")
+    project = project_create(name=f"{scale} screen", slug=f"{scale}-screen", label_scale=scale)
+    project.annotators_per_sample = 1
+    project.save()
+    if scale == "pointwise":
+        for criterion in Criterion.objects.filter(project=project):
+            criterion.rubric = {str(s): f"Level {s}: what a {s} means here." for s in range(1, 6)}
+            criterion.save()
+    make_formal(project, 2)
+    user = make_user("ann-e2e", ANNOTATOR_GROUP)
+    member_add(project=project, user=user)
+    calibrate(project, user, lead)
+    return project, user
+
+
+def _current(page) -> tuple[int, int]:
+    work = page.locator("#work")
+    return int(work.get_attribute("data-sample")), int(work.get_attribute("data-criterion"))
+
+
+def _fits(page, width: int) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def _wait_next(page, before: tuple[int, int]) -> None:
+    page.wait_for_function(
+        "(b) => { const w = document.getElementById('work');"
+        " return w && (w.dataset.sample + ':' + w.dataset.criterion) !== b; }",
+        arg=f"{before[0]}:{before[1]}",
+    )
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_graded_screen(new_page, viewport):
+    project, user = _setup("graded")
+    page = new_page(viewport)
+    login(page, user.username)
+    page.goto(f"/projects/{project.slug}/label/")
+    assert page.locator(".grades label").count() == 5
+    _fits(page, viewport[0])
+    screenshot(page, f"graded-{viewport[0]}")
+    item = _current(page)
+    if viewport == DESKTOP:
+        page.locator("#work").focus()
+        page.keyboard.press("2")  # A>B (left somewhat better)
+        assert page.locator('input[name="grade"][value="1"]').is_checked()
+        assert page.evaluate("document.activeElement.id") == "rationale"
+        page.keyboard.type(RATIONALE)
+        page.keyboard.press("Enter")
+        shown = 1
+    else:
+        page.locator(".grades label", has_text="B≫A").click()
+        page.fill("#rationale", RATIONALE)
+        page.locator("button.submit").click()
+        shown = -2
+    _wait_next(page, item)
+    vote = Vote.objects.get(sample_id=item[0], criterion_id=item[1], annotator=user)
+    swapped = Slot.objects.get(sample_id=item[0], annotator=user).swap_ab
+    assert vote.grade == (-shown if swapped else shown)
+    assert vote.choice == ("A" if vote.grade > 0 else "B")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_pointwise_screen(new_page, viewport):
+    project, user = _setup("pointwise")
+    page = new_page(viewport)
+    login(page, user.username)
+    page.goto(f"/projects/{project.slug}/label/")
+    assert page.locator(".scores-a label").count() == 5
+    assert page.locator(".scores-b label").count() == 5
+    assert "Level 3: what a 3 means here." in page.locator(".rubric").inner_text()
+    _fits(page, viewport[0])
+    screenshot(page, f"pointwise-{viewport[0]}")
+    item = _current(page)
+    if viewport == DESKTOP:
+        page.locator("#work").focus()
+        page.keyboard.press("4")  # left: 4
+        assert page.evaluate("document.activeElement.id") != "rationale"  # one row to go
+        page.keyboard.press("8")  # right: 3
+        assert page.locator('input[name="score_right"][value="3"]').is_checked()
+        assert page.evaluate("document.activeElement.id") == "rationale"
+        page.keyboard.type(RATIONALE)
+        page.keyboard.press("Enter")
+        left, right = 4, 3
+    else:
+        page.locator(".scores-a label", has_text="2").click()
+        page.locator(".scores-b label", has_text="5").click()
+        page.fill("#rationale", RATIONALE)
+        page.locator("button.submit").click()
+        left, right = 2, 5
+    _wait_next(page, item)
+    vote = Vote.objects.get(sample_id=item[0], criterion_id=item[1], annotator=user)
+    swapped = Slot.objects.get(sample_id=item[0], annotator=user).swap_ab
+    assert (vote.score_a, vote.score_b) == ((right, left) if swapped else (left, right))
+    assert vote.choice == ("A" if vote.score_a > vote.score_b else "B")
