@@ -59,6 +59,9 @@
     }
     setupScrollSync(root);
     setupPanes(root);
+    // On a phone the pinned footer stays short: the pointwise rubric starts folded (tap to open).
+    const rubric = root.querySelector(".rubric");
+    if (rubric && window.matchMedia("(max-width: 900px)").matches) rubric.open = false;
     // After an error the typed rationale is back in the field: put the caret at its end.
     const error = root.querySelector(".field-error");
     if (error && textarea) {

@@ -92,7 +92,9 @@ def test_pointwise_screen(new_page, viewport):
     page.goto(f"/projects/{project.slug}/label/")
     assert page.locator(".scores-a label").count() == 5
     assert page.locator(".scores-b label").count() == 5
-    assert "Level 3: what a 3 means here." in page.locator(".rubric").inner_text()
+    assert "Level 3: what a 3 means here." in page.locator(".rubric").text_content()
+    # On a phone the rubric starts folded so the pinned footer leaves room for the responses.
+    assert page.locator(".rubric").evaluate("e => e.open") == (viewport == DESKTOP)
     _fits(page, viewport[0])
     screenshot(page, f"pointwise-{viewport[0]}")
     item = _current(page)
