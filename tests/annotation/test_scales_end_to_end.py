@@ -12,6 +12,7 @@ import re
 
 import pandas as pd
 import pytest
+from django.test import Client
 
 from aggregation.models import CriterionLabel, DatasetRow
 from aggregation.services.aggregate import project_aggregate
@@ -22,6 +23,7 @@ from annotation.selectors.work import seed_swapped
 from annotation.services.calibration import reference_label_set
 from annotation.services.projects import member_add, project_create
 from core.permissions import ANNOTATOR_GROUP
+from core.tokens import token_create
 from tests.annotation.import_data import sample_line, write_jsonl
 from tests.conftest import make_user
 
@@ -194,6 +196,17 @@ def test_import_calibrate_vote_aggregate_version(client, tmp_path, lead, scale):
         assert set(version.manifest["project"]["rubrics"]) >= {
             f"open_ended/{c.key}" for c in criteria
         }
+    # The dataset API returns the same fields, and each vote's grade or scores.
+    key = token_create(user=lead, name="scripts", by=lead)[1]
+    api = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    page = api.get(f"/api/projects/{project.slug}/versions/{version.number}/rows/").json()
+    first = page["results"][0]
+    if scale == "graded":
+        assert (first["median_grade"], sorted(first["grades"])) == (1.0, [1, 1, 2])
+        assert sorted(v["grade"] for v in first["votes"]) == [1, 1, 2]
+    else:
+        assert first["soft_label"]["a"]["4"] == 2 and "mean_score_b" in first
+        assert sorted(v["score_a"] for v in first["votes"]) == [4, 4, 5]
     with version.files.get(kind="parquet").file.open("rb") as fh:
         frame = pd.read_parquet(io.BytesIO(fh.read()))
     assert len(frame) == len(rows)
