@@ -7,10 +7,13 @@ canonical A/B terms whatever order the responses were shown in.
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 
-from annotation.models import Criterion, Slot, Vote
+from aggregation.services.aggregate import project_aggregate
+from annotation.models import Criterion, Sample, Slot, Vote
+from annotation.services import voting, work
 from annotation.services.projects import member_add, project_create
-from core.permissions import ANNOTATOR_GROUP
+from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 from tests.annotation.work_data import calibrate, make_formal
 from tests.conftest import make_user
 from tests.e2e.conftest import login, screenshot
@@ -119,3 +122,47 @@ def test_pointwise_screen(new_page, viewport):
     swapped = Slot.objects.get(sample_id=item[0], annotator=user).swap_ab
     assert (vote.score_a, vote.score_b) == ((right, left) if swapped else (left, right))
     assert vote.choice == ("A" if vote.score_a > vote.score_b else "B")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("scale", ["graded", "pointwise"])
+def test_lead_pages_of_a_scaled_project_fit(new_page, viewport, scale):
+    project, user = _setup(scale)
+    lead = type(user).objects.get(username="lead-e2e")
+    lead.groups.add(Group.objects.get_or_create(name=LEAD_GROUP)[0])
+    answer = {"shown_grade": "1"} if scale == "graded" else {"shown_scores": ("4", "2")}
+    while (item := work.work_next(project=project, annotator=user)) is not None:
+        voting.vote_submit(
+            project=project,
+            annotator=user,
+            sample_id=item.sample.pk,
+            criterion_id=item.criterion.pk,
+            rationale=RATIONALE,
+            seconds=3,
+            **answer,
+        )
+    project_aggregate(project=project, n_boot=10)
+    sample = Sample.objects.filter(project=project).order_by("pk").first()
+    criterion = Criterion.objects.filter(project=project).order_by("pk").first()
+    page = new_page(viewport)
+    login(page, "lead-e2e")
+    for path in (
+        f"/projects/{project.slug}/settings/",
+        f"/projects/{project.slug}/criteria/{criterion.pk}/",
+        f"/projects/{project.slug}/dashboard/",
+        f"/projects/{project.slug}/review/{sample.pk}/",
+    ):
+        response = page.goto(path)
+        assert response is not None and response.status == 200, path
+        page.wait_for_load_state("networkidle")
+        _fits(page, viewport[0])
+        name = path.strip("/").split("/")[2]
+        focus = {"dashboard": "#fig-scale", "review": ".votes", "criteria": ".rubric-edit"}
+        if name in focus and page.locator(focus[name]).count():
+            page.locator(focus[name]).first.scroll_into_view_if_needed()
+        screenshot(page, f"lead-{scale}-{name}-{viewport[0]}")
+    expected = "A&gt;B" if scale == "graded" else "A 4 · B 2"
+    assert expected in page.content()
+    page.goto(f"/projects/{project.slug}/dashboard/")
+    heading = "Grades per criterion" if scale == "graded" else "Scores per criterion"
+    assert heading in page.locator("#fig-scale").inner_text()
