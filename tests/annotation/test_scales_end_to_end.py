@@ -159,7 +159,8 @@ def test_import_calibrate_vote_aggregate_version(client, tmp_path, lead, scale):
     dashboard = client.get(f"/projects/{project.slug}/dashboard/").content.decode()
     n = len(criteria)
     if scale == "graded":
-        assert review.count('<strong class="answer" title="The vote\'s grade">A&gt;B</strong>') == 2 * n
+        answer = '<strong class="answer" title="The vote\'s grade">A&gt;B</strong>'
+        assert review.count(answer) == 2 * n
         assert "median grade +1" in review
         assert "Grades per criterion" in dashboard
         # Per criterion: 2 samples x (1 A≫B, 2 A>B), nothing else; 6 votes.
