@@ -17,7 +17,7 @@ is left out, and an item with no value gets None.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ GRADES = (2, 1, 0, -1, -2)
 SCORES = (1, 2, 3, 4, 5)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ScaleFigures:
     """Per-item figures; NaN (means, median) and all-zero rows (distributions) mean none."""
 
@@ -37,27 +37,40 @@ class ScaleFigures:
     grade_counts: np.ndarray | None  # (n_items, 5): votes per grade in GRADES order
     score_counts_a: np.ndarray | None  # (n_items, 5): votes per score 1..5
     score_counts_b: np.ndarray | None
+    _lists: tuple | None = field(default=None, init=False, repr=False)
 
     def row(self, i: int) -> tuple[float | None, float | None, float | None, Any]:
         """(median_grade, mean_score_a, mean_score_b, soft_label) of item ``i``."""
+        if self._lists is None:
+            # Python lists once: reading NumPy scalars item by item costs ten times more.
+            self._lists = (
+                _numbers(self.median_grade),
+                _numbers(self.mean_score_a),
+                _numbers(self.mean_score_b),
+                self.grade_counts.tolist() if self.grade_counts is not None else None,
+                self.score_counts_a.tolist() if self.score_counts_a is not None else None,
+                self.score_counts_b.tolist() if self.score_counts_b is not None else None,
+            )
+        median, mean_a, mean_b, grades, scores_a, scores_b = self._lists
         soft: Any = None
-        if self.grade_counts is not None and self.grade_counts[i].any():
-            soft = {str(g): int(n) for g, n in zip(GRADES, self.grade_counts[i], strict=True)}
-        elif self.score_counts_a is not None and self.score_counts_a[i].any():
+        if grades is not None and any(grades[i]):
+            soft = dict(zip(GRADE_KEYS, grades[i], strict=True))
+        elif scores_a is not None and any(scores_a[i]):
             soft = {
-                side: {str(s): int(n) for s, n in zip(SCORES, counts[i], strict=True)}
-                for side, counts in (("a", self.score_counts_a), ("b", self.score_counts_b))
+                "a": dict(zip(SCORE_KEYS, scores_a[i], strict=True)),
+                "b": dict(zip(SCORE_KEYS, scores_b[i], strict=True)),
             }
-        return (
-            _number(self.median_grade[i]),
-            _number(self.mean_score_a[i]),
-            _number(self.mean_score_b[i]),
-            soft,
-        )
+        return median[i], mean_a[i], mean_b[i], soft
 
 
-def _number(value: float) -> float | None:
-    return None if np.isnan(value) else round(float(value), 4)
+GRADE_KEYS = tuple(str(g) for g in GRADES)
+SCORE_KEYS = tuple(str(s) for s in SCORES)
+
+
+def _numbers(values: np.ndarray) -> list[float | None]:
+    """Rounded floats, None for NaN."""
+    rounded = np.round(values, 4)
+    return [None if v != v else v for v in rounded.tolist()]
 
 
 def medians(item: np.ndarray, values: np.ndarray, n_items: int) -> np.ndarray:
