@@ -89,11 +89,19 @@ SCALE_FIXED = (
 )
 
 
+def label_scale_fixed_reason(*, project: Project) -> str:
+    """Why the project's label scale can no longer change ("" while it can)."""
+    if project.pk is None:
+        return ""
+    n = Vote.objects.filter(sample__project=project, round=Vote.FORMAL_ROUND).count()
+    return SCALE_FIXED.format(votes=counted(n, "formal vote")) if n else ""
+
+
 def label_scale_check_changeable(*, project: Project) -> None:
     """Refuse a change of the label scale once the project has a formal vote."""
-    n = Vote.objects.filter(sample__project=project, round=Vote.FORMAL_ROUND).count()
-    if n:
-        raise ValidationError({"label_scale": SCALE_FIXED.format(votes=counted(n, "formal vote"))})
+    reason = label_scale_fixed_reason(project=project)
+    if reason:
+        raise ValidationError({"label_scale": reason})
 
 
 @transaction.atomic

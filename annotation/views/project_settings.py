@@ -19,6 +19,7 @@ from ..selectors.criteria import criteria_changes, criteria_with_votes
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
     criterion_update,
+    label_scale_fixed_reason,
     project_settings_update,
 )
 
@@ -45,6 +46,10 @@ class ProjectSettingsForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         # Left out of a post, the scale stays as it is (it is fixed once formal work starts).
         self.fields["label_scale"].required = False
+        fixed = label_scale_fixed_reason(project=self.instance)
+        if fixed:
+            self.fields["label_scale"].disabled = True
+            self.fields["label_scale"].help_text = fixed
 
     def clean_label_scale(self) -> str:
         return self.cleaned_data.get("label_scale") or self.instance.label_scale

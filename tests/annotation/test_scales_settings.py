@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
@@ -54,8 +56,11 @@ def test_scale_changes_until_the_first_formal_vote(client, project, annotator, l
     assert "fixed once formal annotation has started" in message and "1 formal vote" in message
     project.refresh_from_db()
     assert project.label_scale == "pairwise"
-    # Through the settings page: the same error next to the field, nothing saved.
+    # The settings page shows the select off with the reason; a posted scale is ignored.
     client.force_login(lead)
+    page = client.get(f"/projects/{project.slug}/settings/").content.decode()
+    assert re.search(r'<select name="label_scale"[^>]*disabled', page)
+    assert "fixed once formal annotation has started" in page
     data = {
         "name": project.name,
         "description": "",
@@ -70,8 +75,7 @@ def test_scale_changes_until_the_first_formal_vote(client, project, annotator, l
         "calibration_threshold": 80,
     }
     response = client.post(f"/projects/{project.slug}/settings/", data)
-    assert response.status_code == 200
-    assert "fixed once formal annotation has started" in response.content.decode()
+    assert response.status_code == 302
     project.refresh_from_db()
     assert project.label_scale == "pairwise"
 

@@ -132,6 +132,8 @@ def test_pointwise_screen_shows_two_rows_and_the_rubric(client, scaled, annotato
     for s in range(1, 6):
         assert f"Level {s} text" in html
     assert "score Response B (right) 1 to 5" in html
+    guidelines = client.get(f"/projects/{scaled.slug}/guidelines/").content.decode()
+    assert "Level 4 text" in guidelines and "Score each response from 1 to 5" in guidelines
 
 
 @pytest.mark.parametrize("scaled", ["pointwise"], indirect=True)
