@@ -161,6 +161,8 @@ def dataset_card(
         ["Individual votes included", "yes" if options.get("include_votes") else "no"],
         ["Seed (calibration) samples included", "yes" if options.get("include_seeds") else "no"],
     ]
+    if project.get("label_scale") and project["label_scale"] != "pairwise":
+        facts.append(["Label scale", f"{project['label_scale']}: {project.get('scale_rule', '')}"])
     if labels.get("provenance") == "published":
         facts.append(
             ["Labels", f"published release: {', '.join(labels.get('source_files') or [])}"]

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from django.test import Client
 
+from aggregation.export.card import dataset_card
 from aggregation.models import CriterionLabel, DatasetRow
 from aggregation.services.aggregate import project_aggregate
 from aggregation.services.versions import version_build
@@ -172,6 +173,8 @@ def test_import_calibrate_vote_aggregate_version(client, tmp_path, lead, scale):
     # The version: rows carry the votes' grades / scores, the median / means and soft label.
     version = version_build(project=project, by=lead, include_votes=True)
     assert version.manifest["project"]["label_scale"] == scale
+    card = dataset_card(version.manifest)
+    assert f"| Label scale | {scale}: " in card
     rows = [r.data for r in DatasetRow.objects.filter(version=version)]
     assert len(rows) == 2 * len(criteria)
     for row in rows:
