@@ -45,8 +45,17 @@ def _current(page) -> tuple[int, int]:
     return int(work.get_attribute("data-sample")), int(work.get_attribute("data-criterion"))
 
 
+# What sticks out on the right, outside a table or the top bar (both scroll in their own box).
+OVERFLOW = """() => [...document.querySelectorAll('body *')]
+  .filter(e => !e.closest('table') && !e.closest('nav')
+    && e.getBoundingClientRect().right > window.innerWidth + 1)
+  .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
+    + (e.textContent || '').trim().slice(0, 30))"""
+
+
 def _fits(page, width: int) -> None:
-    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, (page.url, scroll, page.evaluate(OVERFLOW))
 
 
 def _wait_next(page, before: tuple[int, int]) -> None:
