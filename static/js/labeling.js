@@ -73,6 +73,15 @@
     }
   }
 
+  // Pointwise: equal scores are a tie; with no tie available, point at the reason at once.
+  function warnEqualScores(w) {
+    const reason = w.querySelector("#tie-reason");
+    const left = w.querySelector('input[name="score_left"]:checked');
+    const right = w.querySelector('input[name="score_right"]:checked');
+    if (!reason || !left || !right || left.value !== right.value) return;
+    reason.classList.remove("flash"); void reason.offsetWidth; reason.classList.add("flash");
+  }
+
   function choose(target) {
     const w = work();
     const input = w && w.querySelector('fieldset[data-answer] input[name="' + target[0] + '"][value="' + target[1] + '"]');
@@ -84,6 +93,7 @@
       return;
     }
     input.checked = true;
+    warnEqualScores(w);
     const textarea = w.querySelector("#rationale");
     if (textarea && answered(w)) textarea.focus();
   }
@@ -150,6 +160,7 @@
     if (event.target.matches && event.target.matches('fieldset[data-answer] input[type="radio"]')) {
       const w = work();
       const textarea = w && w.querySelector("#rationale");
+      if (w) warnEqualScores(w);
       if (textarea && answered(w)) textarea.focus();
     }
   });

@@ -122,6 +122,9 @@ def test_pointwise_screen(new_page, viewport):
         left, right = 4, 3
     else:
         page.locator(".scores-a label", has_text="2").click()
+        page.locator(".scores-b label", has_text="2").click()
+        # Equal scores are a tie, and none is available yet: the reason flashes at once.
+        assert "flash" in (page.locator("#tie-reason").get_attribute("class") or "")
         page.locator(".scores-b label", has_text="5").click()
         page.fill("#rationale", RATIONALE)
         page.locator("button.submit").click()
