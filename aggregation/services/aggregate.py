@@ -11,6 +11,10 @@ sample, a deleted vote) are removed. Aggregations of one project are serialised 
 PostgreSQL advisory lock, so two jobs never interleave their writes.
 
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
+
+Graded and pointwise projects: the rule reads each vote's derived pairwise choice, as for a
+pairwise project; each label also gets its median grade or mean scores and soft label
+(:mod:`aggregation.scale_figures`), and a vote's grade or scores are part of its digest.
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ def _load_votes(
 ) -> dict[str, np.ndarray]:
     """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns).
 
-    Graded and pointwise projects also read each vote's grade or scores (``scale_fields``).
+    Graded and pointwise projects also read each vote's grade or scores (``_scale_columns``).
     """
     coded = queryset.annotate(
         code=Case(
