@@ -169,3 +169,18 @@ def test_revisiting_a_graded_vote_shows_it_in_screen_terms(client, scaled, annot
         f"/projects/{scaled.slug}/label/{item.sample.pk}/{item.criterion.pk}/"
     ).content.decode()
     assert 'name="grade" value="1" checked' in html
+
+
+@pytest.mark.parametrize("scaled", ["graded", "pointwise"], indirect=True)
+def test_home_lists_the_vote_as_the_annotator_saw_it(client, scaled, annotator):
+    item = work.work_next(project=scaled, annotator=annotator)
+    Slot.objects.filter(sample=item.sample, annotator=annotator).update(swap_ab=True)
+    answer = (
+        {"shown_grade": "2"} if scaled.label_scale == "graded" else {"shown_scores": ("5", "1")}
+    )
+    vote = submit(scaled, annotator, item, **answer)
+    assert vote.choice == "B"  # the left response was B
+    client.force_login(annotator)
+    html = client.get("/").content.decode()
+    shown = "A≫B" if scaled.label_scale == "graded" else "A 5 · B 1"
+    assert f'<span class="answer">{shown}</span>' in html
