@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: What each pointwise score means unless the lead writes a criterion's own rubric.
+DEFAULT_RUBRIC: dict[str, str] = {
+    "1": "Fails the criterion: wrong, missing or unusable on this aspect.",
+    "2": "Weak: more problems than strengths on this aspect.",
+    "3": "Acceptable: meets the criterion with clear gaps.",
+    "4": "Good: meets the criterion with minor gaps.",
+    "5": "Excellent: fully meets the criterion; nothing to improve on this aspect.",
+}
+
 
 @dataclass(frozen=True)
 class CriterionSpec:

@@ -77,7 +77,19 @@ class VoteForm(forms.Form):
     # costing the annotator their vote.
     seconds = forms.CharField(required=False)
 
+    # Graded and pointwise projects: the answer's values, checked by the voting service
+    # (annotation.services.voting.shown_answer), which names the field at fault.
+    grade = forms.CharField(required=False, max_length=4)
+    score_left = forms.CharField(required=False, max_length=4)
+    score_right = forms.CharField(required=False, max_length=4)
+
     ID_FIELDS = ("sample_id", "criterion_id")
+
+    def __init__(self, *args: Any, scale: str = "pairwise", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if scale != "pairwise":
+            # The pairwise choice is derived from the grade or the scores.
+            self.fields["choice"].required = False
 
     def clean_seconds(self) -> float:
         try:

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils.text import slugify
 
-from .models import Project
+from .models import LabelScale, Project
 
 # Addresses that are pages of their own (``/projects/new/``).
 RESERVED_SLUGS = {"new"}
@@ -19,14 +19,23 @@ class ProjectCreateForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "slug", "description"]
-        labels = {"slug": "Address (letters, digits, hyphens)"}
-        help_texts = {"slug": "Left empty, it is made from the name."}
+        fields = ["name", "slug", "description", "label_scale"]
+        labels = {"slug": "Address (letters, digits, hyphens)", "label_scale": "Label scale"}
+        help_texts = {
+            "slug": "Left empty, it is made from the name.",
+            "label_scale": "How annotators answer each (sample, criterion). It can be changed "
+            "until formal annotation starts.",
+        }
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["slug"].required = False
+        self.fields["label_scale"].required = False
+
+    def clean_label_scale(self) -> str:
+        """Left out of a post, a project is pairwise (today's A / B / tie)."""
+        return self.cleaned_data.get("label_scale") or LabelScale.PAIRWISE
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data.get("slug") or slugify(self.data.get("name", ""))[:80]

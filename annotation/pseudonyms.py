@@ -26,6 +26,13 @@ def pseudonym_position(name: str) -> int:
     return int(name.rsplit("_", 1)[1])
 
 
+#: What a graded or pointwise vote adds to its exported record.
+SCALE_VOTE_FIELDS: dict[str, tuple[str, ...]] = {
+    "graded": ("grade",),
+    "pointwise": ("score_a", "score_b"),
+}
+
+
 class Pseudonyms:
     """Names for user ids: the known ones first (members), then anyone else as they appear."""
 
@@ -47,18 +54,23 @@ class Pseudonyms:
         """How many annotators were named so far (not how many are known)."""
         return len(self._used)
 
-    def votes(self, votes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def votes(
+        self, votes: Iterable[Mapping[str, Any]], *, scale: str = "pairwise"
+    ) -> list[dict[str, Any]]:
         """Pseudonymise ``{"annotator_id", "choice", "rationale", "unsure"}`` records by name.
 
-        ``unsure`` is the annotator's "not sure" flag (False when the record has none).
+        ``unsure`` is the annotator's "not sure" flag (False when the record has none). A
+        graded ``scale`` adds each vote's ``grade``, a pointwise one ``score_a`` and ``score_b``.
         """
         ordered = sorted(votes, key=lambda v: (v["annotator_id"], v.get("id", 0)))
+        extra = SCALE_VOTE_FIELDS.get(scale, ())
         out = [
             {
                 "annotator": self.name(int(v["annotator_id"])),
                 "choice": CHOICE_NAMES.get(v["choice"], v["choice"]),
                 "rationale": v["rationale"],
                 "unsure": bool(v.get("unsure", False)),
+                **{name: v.get(name) for name in extra},
             }
             for v in ordered
         ]

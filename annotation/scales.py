@@ -86,6 +86,15 @@ def choices_from_scores(score_a: np.ndarray, score_b: np.ndarray) -> np.ndarray:
     return np.where(d > 0, 0, np.where(d < 0, 1, 2)).astype(np.int8)
 
 
+def answer_text(grade: int | None, score_a: int | None, score_b: int | None) -> str:
+    """A graded or pointwise vote's answer as read by people ("A>B", "A 4 · B 2"); "" for none."""
+    if grade is not None:
+        return GRADE_LABELS.get(int(grade), str(grade))
+    if score_a is not None and score_b is not None:
+        return f"A {score_a} · B {score_b}"
+    return ""
+
+
 def _check_grade(grade: int) -> None:
     if not isinstance(grade, int | np.integer) or not GRADE_MIN <= grade <= GRADE_MAX:
         raise ValueError(f"a grade is an integer from {GRADE_MIN} to {GRADE_MAX}, not {grade!r}")

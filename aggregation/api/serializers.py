@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from annotation.models import Split
 
-from ..export.rows import ROW_FIELDS, VOTES_FIELD
+from ..export.rows import ROW_FIELDS, SCALE_FIELDS, VOTES_FIELD
 from ..models import DatasetFile
 from ..selectors import export as selectors_export
 
@@ -108,6 +108,17 @@ class VoteOutSerializer(serializers.Serializer):
     choice = serializers.ChoiceField(choices=["model_a", "model_b", "tie"])
     rationale = serializers.CharField()
     unsure = serializers.BooleanField(help_text="The annotator marked this answer as not sure.")
+    grade = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Graded projects: +2 A much better .. 0 tie .. -2 B much better.",
+    )
+    score_a = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Pointwise projects: 1-5."
+    )
+    score_b = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Pointwise projects: 1-5."
+    )
 
 
 class RowOutSerializer(serializers.Serializer):
@@ -129,17 +140,39 @@ class RowOutSerializer(serializers.Serializer):
         help_text="How the label was gathered: human, early_stopped, panel_human, "
         "panel_overruled (published for published labels; null in versions built before).",
     )
+    grades = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Graded projects: the votes' grades (+2 A much better .. -2 B much better).",
+    )
+    median_grade = serializers.FloatField(required=False, allow_null=True)
+    scores_a = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Pointwise projects: the votes' scores of response A (1-5), in vote order.",
+    )
+    scores_b = serializers.ListField(child=serializers.IntegerField(), required=False)
+    mean_score_a = serializers.FloatField(required=False, allow_null=True)
+    mean_score_b = serializers.FloatField(required=False, allow_null=True)
+    soft_label = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Graded: votes per grade; pointwise: votes per score of each response.",
+    )
     votes = VoteOutSerializer(many=True, required=False, help_text="Only in versions with votes.")
 
     def to_representation(self, row: Any) -> dict[str, Any]:
         data = row.data
         out = {field: data.get(field) for field in ROW_FIELDS}
+        for scale_fields in SCALE_FIELDS.values():
+            out.update({field: data[field] for field in scale_fields if field in data})
         if VOTES_FIELD in data:
             # Stored as JSONB, which keeps its own key order: restore the published one.
             out[VOTES_FIELD] = [
                 {
                     **{k: vote.get(k) for k in ("annotator", "choice", "rationale")},
                     "unsure": bool(vote.get("unsure", False)),  # absent in older versions
+                    **{k: vote[k] for k in ("grade", "score_a", "score_b") if k in vote},
                 }
                 for vote in data[VOTES_FIELD]
             ]

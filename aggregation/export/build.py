@@ -16,7 +16,14 @@ from annotation.models import Project, ReferenceLabel, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 from core.text import counted
 
-from .rows import PROVENANCE_PUBLISHED, SampleFields, has_conflict, row_build
+from .rows import (
+    PROVENANCE_PUBLISHED,
+    SCALE_FIELDS,
+    SampleFields,
+    has_conflict,
+    row_build,
+    scale_fields_build,
+)
 from .writers import JsonlWriter, ParquetRowWriter, ZipWriter, file_digest, jsonl_line
 
 CHUNK_SIZE = 500
@@ -97,6 +104,12 @@ _LABEL_FIELDS = (
 )
 # Read only when needed: decoding JSON for every row costs more than any other field.
 _VOTE_IDS = ("vote_ids", "vote_ids")
+_SCALE_LABEL_FIELDS = (
+    ("median_grade", "median_grade"),
+    ("mean_score_a", "mean_score_a"),
+    ("mean_score_b", "mean_score_b"),
+    ("soft_label", "soft_label"),
+)
 _QUESTION_IDS = ("question_ids", "sample__metadata__question_ids")
 
 
@@ -124,6 +137,7 @@ def _chunks(
     include_seeds: bool,
     labels_from: str = LABELS_VOTES,
     include_votes: bool = False,
+    scaled: bool = False,
 ) -> Iterator[list[dict[str, Any]]]:
     # Plain values, not model instances: building 100,000s of instances would dominate.
     fields = list(_LABEL_FIELDS)
@@ -132,8 +146,10 @@ def _chunks(
         fields.append(_QUESTION_IDS)
     else:
         source = exportable_labels(project=project, include_seeds=include_seeds)
-    if include_votes:
+    if include_votes or scaled:
         fields.append(_VOTE_IDS)
+    if scaled:
+        fields.extend(_SCALE_LABEL_FIELDS)
     labels = source.values_list(*(lookup for _, lookup in fields))
     keys = [key for key, _ in fields]
     chunk: list[dict[str, Any]] = []
@@ -151,7 +167,7 @@ def _votes_by_id(chunk: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
     values = Vote.objects.filter(id__in=ids).values(
-        "id", "annotator_id", "choice", "rationale", "unsure"
+        "id", "annotator_id", "choice", "grade", "score_a", "score_b", "rationale", "unsure"
     )
     return {v["id"]: v for v in values}
 
@@ -187,6 +203,9 @@ def export_build(
     ``progress(done, total, message)`` is called once per chunk.
     """
     total = export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
+    # Graded and pointwise rows carry the votes' grades or scores and the label's figures.
+    scale = project.label_scale if labels_from == LABELS_VOTES else "pairwise"
+    scaled = scale in SCALE_FIELDS
     paths = {kind: out_dir / pattern.format(stem=stem) for kind, pattern in FILE_NAMES.items()}
     pseudonyms = project_pseudonyms(project=project)
     per_split: dict[str, SplitStats] = defaultdict(SplitStats)
@@ -211,13 +230,13 @@ def export_build(
 
     jsonl = JsonlWriter(paths["jsonl"])
     parquet = ParquetRowWriter(
-        paths["parquet"], include_votes=include_votes, read_image=prompt_image
+        paths["parquet"], include_votes=include_votes, read_image=prompt_image, scale=scale
     )
     archive = ZipWriter(paths["jsonl_zip"])
     try:
-        for chunk in _chunks(project, include_seeds, labels_from, include_votes):
+        for chunk in _chunks(project, include_seeds, labels_from, include_votes, scaled):
             chunk_images.clear()
-            votes = _votes_by_id(chunk) if include_votes else {}
+            votes = _votes_by_id(chunk) if include_votes or scaled else {}
             rows: list[dict[str, Any]] = []
             names: list[str] = []
             for label in chunk:
@@ -232,9 +251,11 @@ def export_build(
                     image_name=label["image_name"] or "",
                 )
                 row_votes = None
+                label_votes = [
+                    votes[int(i)] for i in label.get("vote_ids") or [] if int(i) in votes
+                ]
                 if include_votes:
-                    ids = [int(i) for i in label["vote_ids"] or []]
-                    row_votes = pseudonyms.votes([votes[i] for i in ids if i in votes])
+                    row_votes = pseudonyms.votes(label_votes, scale=scale)
                 question_ids = label.get("question_ids")
                 row = row_build(
                     fields,
@@ -245,6 +266,7 @@ def export_build(
                     question_id=question_ids.get(label["criterion"])
                     if labels_from == LABELS_PUBLISHED and isinstance(question_ids, dict)
                     else None,
+                    scaled=scale_fields_build(scale, label, label_votes) if scaled else None,
                 )
                 key = (row["split"], row["prompt_id"])
                 if key != prompt_key:

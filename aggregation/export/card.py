@@ -166,6 +166,8 @@ def dataset_card(
         facts.append(
             ["Contested split (dropped labels, with votes)", f"{contested.get('rows', 0)} rows"]
         )
+    if project.get("label_scale") and project["label_scale"] != "pairwise":
+        facts.append(["Label scale", f"{project['label_scale']}: {project.get('scale_rule', '')}"])
     if labels.get("provenance") == "published":
         facts.append(
             ["Labels", f"published release: {', '.join(labels.get('source_files') or [])}"]

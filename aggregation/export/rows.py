@@ -26,6 +26,14 @@ ROW_FIELDS: tuple[str, ...] = (
     "provenance",
 )
 VOTES_FIELD = "votes"
+
+#: The columns a graded or pointwise project's rows add after ROW_FIELDS: the votes' grades
+#: (or scores, in vote id order), the median grade (or mean score per response) and the soft
+#: label (votes per grade, or per score and response).
+SCALE_FIELDS: dict[str, tuple[str, ...]] = {
+    "graded": ("grades", "median_grade", "soft_label"),
+    "pointwise": ("scores_a", "scores_b", "mean_score_a", "mean_score_b", "soft_label"),
+}
 IMAGES_DIR = "images"
 
 # How a row's label was gathered (aggregation.models.Provenance's values); a version of published
@@ -91,10 +99,12 @@ def row_build(
     votes: list[dict[str, str]] | None = None,
     question_id: str | None = None,
     provenance: str = "human",
+    scaled: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One exported row; ``votes`` (already pseudonymised) adds the optional ``votes`` column.
 
     ``question_id`` keeps a published row's own id (default ``<prompt_id>__<criterion>``).
+    ``scaled`` adds a graded or pointwise project's columns (:func:`scale_fields_build`).
     """
     row: dict[str, Any] = {
         "question_id": question_id or question_id_for(sample.prompt_id, criterion),
@@ -110,9 +120,34 @@ def row_build(
         "preference": preference_name(preference),
         "provenance": provenance,
     }
+    if scaled:
+        row.update(scaled)
     if votes is not None:
         row[VOTES_FIELD] = votes
     return row
+
+
+def scale_fields_build(
+    scale: str, label: dict[str, Any], votes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The SCALE_FIELDS of one row from its label's figures and its votes (by vote id)."""
+    ordered = sorted(votes, key=lambda v: v["id"])
+    if scale == "graded":
+        return {
+            "grades": [v["grade"] for v in ordered if v.get("grade") is not None],
+            "median_grade": label.get("median_grade"),
+            "soft_label": label.get("soft_label"),
+        }
+    if scale == "pointwise":
+        scored = [v for v in ordered if v.get("score_a") is not None]
+        return {
+            "scores_a": [v["score_a"] for v in scored],
+            "scores_b": [v["score_b"] for v in scored],
+            "mean_score_a": label.get("mean_score_a"),
+            "mean_score_b": label.get("mean_score_b"),
+            "soft_label": label.get("soft_label"),
+        }
+    return {}
 
 
 def has_conflict(preferences: Iterable[str]) -> bool:

@@ -18,6 +18,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annotation.pseudonyms import SCALE_VOTE_FIELDS
+
 from .rows import ROW_FIELDS, VOTES_FIELD
 
 COPY_CHUNK = 1024 * 1024
@@ -65,7 +67,43 @@ def _string_field(name: str) -> dict[str, str]:
     return {"dtype": "string", "_type": "Value"}
 
 
-def parquet_schema(*, include_votes: bool) -> pa.Schema:
+def _int_field() -> dict[str, str]:
+    return {"dtype": "int64", "_type": "Value"}
+
+
+def _feature(kind: pa.DataType) -> Any:
+    """The ``datasets`` feature of an integer, float, list or struct Arrow type."""
+    if pa.types.is_list(kind):
+        return {"feature": _feature(kind.value_type), "_type": "List"}
+    if pa.types.is_struct(kind):
+        return {kind.field(i).name: _feature(kind.field(i).type) for i in range(kind.num_fields)}
+    return {"dtype": "float64" if pa.types.is_floating(kind) else "int64", "_type": "Value"}
+
+
+def _levels(levels: tuple[str, ...]) -> pa.DataType:
+    return pa.struct([(level, pa.int64()) for level in levels])
+
+
+#: Parquet types of the columns a graded or pointwise project adds (rows.SCALE_FIELDS).
+_GRADES = ("2", "1", "0", "-1", "-2")
+_SCORES = ("1", "2", "3", "4", "5")
+SCALE_TYPES: dict[str, dict[str, pa.DataType]] = {
+    "graded": {
+        "grades": pa.list_(pa.int64()),
+        "median_grade": pa.float64(),
+        "soft_label": _levels(_GRADES),
+    },
+    "pointwise": {
+        "scores_a": pa.list_(pa.int64()),
+        "scores_b": pa.list_(pa.int64()),
+        "mean_score_a": pa.float64(),
+        "mean_score_b": pa.float64(),
+        "soft_label": pa.struct([("a", _levels(_SCORES)), ("b", _levels(_SCORES))]),
+    },
+}
+
+
+def parquet_schema(*, include_votes: bool, scale: str = "pairwise") -> pa.Schema:
     """The Parquet schema, with the Hugging Face ``datasets`` features in its metadata.
 
     ``image`` is the ``datasets.Image`` layout (a struct of ``bytes`` and ``path``), so
@@ -81,18 +119,24 @@ def parquet_schema(*, include_votes: bool) -> pa.Schema:
             features["image"] = {"_type": "Image"}
         fields.append(pa.field(name, pa.string()))
         features[name] = _string_field(name)
+    for name, kind in SCALE_TYPES.get(scale, {}).items():
+        fields.append(pa.field(name, kind))
+        features[name] = _feature(kind)
     if include_votes:
+        extra = SCALE_VOTE_FIELDS.get(scale, ())
         vote = pa.struct(
             [
                 ("annotator", pa.string()),
                 ("choice", pa.string()),
                 ("rationale", pa.string()),
                 ("unsure", pa.bool_()),
+                *((name, pa.int64()) for name in extra),
             ]
         )
         fields.append(pa.field(VOTES_FIELD, pa.list_(vote)))
         feature = {k: _string_field(k) for k in ("annotator", "choice", "rationale")}
         feature["unsure"] = {"dtype": "bool", "_type": "Value"}
+        feature.update({name: _int_field() for name in extra})
         features[VOTES_FIELD] = {"feature": feature, "_type": "List"}
     metadata = {"huggingface": json.dumps({"info": {"features": features}}, sort_keys=True)}
     return pa.schema(fields, metadata=metadata)
@@ -106,9 +150,15 @@ class ParquetRowWriter:
     """
 
     def __init__(
-        self, path: Path, *, include_votes: bool, read_image: Callable[[str], bytes]
+        self,
+        path: Path,
+        *,
+        include_votes: bool,
+        read_image: Callable[[str], bytes],
+        scale: str = "pairwise",
     ) -> None:
-        self.schema = parquet_schema(include_votes=include_votes)
+        self.schema = parquet_schema(include_votes=include_votes, scale=scale)
+        self._scale_fields = tuple(SCALE_TYPES.get(scale, {}))
         self._include_votes = include_votes
         self._read_image = read_image
         self._writer = pq.ParquetWriter(
@@ -121,8 +171,8 @@ class ParquetRowWriter:
             return
         columns: dict[str, list[Any]] = {f.name: [] for f in self.schema}
         for row, name in zip(rows, image_names, strict=True):
-            for field in ROW_FIELDS:
-                columns[field].append(row[field])
+            for field in (*ROW_FIELDS, *self._scale_fields):
+                columns[field].append(row.get(field))
             if name:  # read_image caches: the criterion rows of one prompt share its image
                 columns["image"].append(
                     {"bytes": self._read_image(name), "path": row["image_path"]}

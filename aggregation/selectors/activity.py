@@ -103,6 +103,9 @@ def annotator_votes_page(
         page.select_related("sample", "criterion").only(
             "id",
             "choice",
+            "grade",
+            "score_a",
+            "score_b",
             "rationale",
             "seconds",
             "round",

@@ -11,6 +11,10 @@ sample, a deleted vote) are removed. Aggregations of one project are serialised 
 PostgreSQL advisory lock, so two jobs never interleave their writes.
 
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
+
+Graded and pointwise projects: the rule reads each vote's derived pairwise choice, as for a
+pairwise project; each label also gets its median grade or mean scores and soft label
+(:mod:`aggregation.scale_figures`), and a vote's grade or scores are part of its digest.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Case, Exists, IntegerField, OuterRef, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import audit
 from annotation.models import (
     Choice,
     Criterion,
+    LabelScale,
     PanelLabel,
     Project,
     RoutingPolicy,
@@ -48,7 +54,7 @@ from core.jobs import job_create, job_enqueue
 from core.models import Job
 from core.text import counted
 
-from .. import agreement, rules
+from .. import agreement, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
 
@@ -103,17 +109,29 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
 
 
 def _load_votes(
-    queryset: Any, progress: Progress, done: int, total: int, label: str
+    queryset: Any,
+    progress: Progress,
+    done: int,
+    total: int,
+    label: str,
+    scale: str = LabelScale.PAIRWISE,
 ) -> dict[str, np.ndarray]:
-    """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns)."""
+    """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns).
+
+    Graded and pointwise projects also read each vote's grade or scores (``_scale_columns``).
+    """
     coded = queryset.annotate(
         code=Case(
             *(When(choice=choice, then=Value(code)) for choice, code in CODES.items()),
             default=Value(-1),
             output_field=IntegerField(),
-        )
+        ),
+        **_scale_columns(scale),
     )
-    columns = read_int_columns(coded, ["id", "sample_id", "criterion_id", "annotator_id", "code"])
+    columns = read_int_columns(
+        coded,
+        ["id", "sample_id", "criterion_id", "annotator_id", "code", *_scale_columns(scale)],
+    )
     if (columns["code"] < 0).any():
         raise ValueError("a formal vote has a choice outside A, B and tie")
     n = len(columns["id"])
@@ -124,7 +142,45 @@ def _load_votes(
         "crit": columns["criterion_id"],
         "ann": columns["annotator_id"],
         "code": columns["code"].astype(np.int8),
+        **{name: columns[name] for name in _scale_columns(scale)},
     }
+
+
+#: The per-vote values a scale adds, read with NULL as scale_figures.MISSING.
+_SCALE_FIELDS = {
+    LabelScale.GRADED: ("grade",),
+    LabelScale.POINTWISE: ("score_a", "score_b"),
+}
+
+
+def _scale_columns(scale: str) -> dict[str, Any]:
+    """``{"v_grade": Coalesce(grade, MISSING), ...}`` for the scale (nothing for pairwise)."""
+    return {
+        f"v_{name}": Coalesce(name, Value(scale_figures.MISSING))
+        for name in _SCALE_FIELDS.get(scale, ())
+    }
+
+
+def _scale_key(votes: dict[str, np.ndarray]) -> np.ndarray:
+    """Per vote, its grade or scores as one small number (0 for pairwise) for the digest."""
+    if "v_grade" in votes:
+        return votes["v_grade"] + 100
+    if "v_score_a" in votes:
+        return (votes["v_score_a"] + 100) * 256 + votes["v_score_b"] + 100
+    return np.zeros(len(votes["id"]), np.int64)
+
+
+def _scale_figures(
+    votes: dict[str, np.ndarray], item: np.ndarray, n_items: int
+) -> scale_figures.ScaleFigures | None:
+    """Median grade / mean scores and soft labels of every item (None for pairwise)."""
+    if "v_grade" in votes:
+        return scale_figures.graded_figures(item, votes["v_grade"], n_items)
+    if "v_score_a" in votes:
+        return scale_figures.pointwise_figures(
+            item, votes["v_score_a"], votes["v_score_b"], n_items
+        )
+    return None
 
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -149,11 +205,12 @@ class _Items:
     counts: np.ndarray  # (n, 3): A, B, tie
     outcome: np.ndarray
     preference: np.ndarray
-    digest: np.ndarray  # int64: the votes (ids and choices) and k; equal digests, equal labels
+    digest: np.ndarray  # int64: the votes (ids, choices, grades/scores) and k
     item: np.ndarray  # per vote, its item
     _ids_sorted: np.ndarray
     _bounds: np.ndarray
     provenance: np.ndarray | None = None  # rules.PROV_* codes; None: all human
+    scaled: scale_figures.ScaleFigures | None = None  # graded / pointwise projects
 
     def vote_ids_json(self, i: int) -> str:
         """The ids of item ``i``'s votes as JSON text, ascending."""
@@ -175,6 +232,7 @@ class _Items:
             rules.PROVENANCES[self.provenance[i] if self.provenance is not None else 0],
             job_id,
             now,
+            *(self.scaled.row(i) if self.scaled is not None else (None, None, None, None)),
         )
 
 
@@ -200,7 +258,9 @@ def _label_items(votes: dict[str, np.ndarray], criteria: list[Criterion], k: int
     order = np.lexsort((votes["id"], item))
     sizes = np.bincount(item, minlength=n_items)
     bounds = np.concatenate(([0], np.cumsum(sizes)))
-    vote_hash = _mix(votes["id"] * 4 + votes["code"])[order]
+    # A graded or pointwise vote's value is in the digest: a changed grade with the same
+    # derived choice still rewrites the label's median and soft label.
+    vote_hash = _mix((votes["id"] * 4 + votes["code"]) ^ (_scale_key(votes) << 40))[order]
     with np.errstate(over="ignore"):
         sums = np.add.reduceat(vote_hash, bounds[:-1]) if n_items else np.zeros(0, np.uint64)
         digest = _mix(sums + np.uint64(k)).view(np.int64)
@@ -216,6 +276,7 @@ def _label_items(votes: dict[str, np.ndarray], criteria: list[Criterion], k: int
         item=item,
         _ids_sorted=votes["id"][order],
         _bounds=bounds,
+        scaled=_scale_figures(votes, item, n_items),
     )
 
 
@@ -448,6 +509,10 @@ _COLUMNS = (
     "provenance",
     "job_id",
     "computed_at",
+    "median_grade",
+    "mean_score_a",
+    "mean_score_b",
+    "soft_label",
 )
 
 
@@ -484,7 +549,14 @@ def project_aggregate(
         for s in splits:
             criteria = criteria_by_split[s]
             label = split_label(s)
-            votes = _load_votes(_formal_votes(project, s, criteria), progress, done, total, label)
+            votes = _load_votes(
+                _formal_votes(project, s, criteria),
+                progress,
+                done,
+                total,
+                label,
+                scale=project.label_scale,
+            )
             done += len(votes["id"])
             progress(done, total, f"{label}: labels and agreement")
             items = _label_items(votes, criteria, k)

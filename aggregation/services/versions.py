@@ -29,7 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.models import Project
+from annotation.models import Criterion, LabelScale, Project
 from annotation.pseudonyms import Pseudonyms
 from annotation.services.criteria import criteria_history
 from core.db import JsonText, insert_rows
@@ -43,7 +43,7 @@ from ..export.manifest import (
     manifest_build,
     manifest_bytes,
 )
-from ..export.rows import ROW_FIELDS, VOTES_FIELD
+from ..export.rows import ROW_FIELDS, SCALE_FIELDS, VOTES_FIELD
 from ..export.writers import file_digest
 from ..models import (
     AgreementSnapshot,
@@ -222,6 +222,29 @@ def _labels_by_provenance(project: Project) -> dict[str, dict[str, int]]:
     return {r["provenance"]: {"labels": r["labels"], "kept": r["kept"]} for r in rows}
 
 
+def _scale_manifest(project: Project, scale: str) -> dict[str, Any]:
+    """The label scale of a version, with the rule deriving A/B/tie and pointwise rubrics."""
+    out: dict[str, Any] = {"label_scale": scale, "scale_rule": SCALE_RULES[scale]}
+    if scale == LabelScale.POINTWISE:
+        out["rubrics"] = {
+            f"{c.split}/{c.key}": c.rubric
+            for c in Criterion.objects.filter(project=project).order_by("split", "order", "key")
+        }
+    return out
+
+
+#: How each scale's answer becomes the pairwise choice the aggregation rule reads.
+SCALE_RULES = {
+    LabelScale.PAIRWISE: "each vote is A, B or tie",
+    LabelScale.GRADED: "grades +2 (A much better) .. -2 (B much better); the choice is the "
+    "grade's sign: > 0 A, < 0 B, 0 tie. median_grade is the votes' median, soft_label the "
+    "votes per grade",
+    LabelScale.POINTWISE: "each response scored 1-5 with the criterion's rubric; the choice is "
+    "A when score_a > score_b, B when lower, tie when equal. mean_score_a/b are the votes' "
+    "means, soft_label the votes per score and response",
+}
+
+
 def _manifest(
     version: DatasetVersion,
     result: BuildResult,
@@ -254,13 +277,15 @@ def _manifest(
             if f not in {"question_id", "prompt_id", "split", "criterion", "question"}
         ],
     ]
+    scale = LabelScale.PAIRWISE if published else project.label_scale
+    columns.extend(SCALE_FIELDS.get(scale, ()))
     if version.include_votes:
         columns.append(VOTES_FIELD)
     counts = result.counts()
     if not published:
         counts["labels_by_provenance"] = _labels_by_provenance(project)
     manifest = manifest_build(
-        project={"slug": project.slug, "name": project.name},
+        project={"slug": project.slug, "name": project.name, **_scale_manifest(project, scale)},
         version=version.number,
         created=timezone.now().replace(microsecond=0).isoformat(),
         created_by=getattr(by, "username", None),

@@ -22,6 +22,7 @@ from ..presenters.dashboard import (
     dashboard_present,
 )
 from ..presenters.panel_audit import panel_audit_present
+from ..selectors.scale_distribution import scale_distribution
 
 
 @lead_required
@@ -48,5 +49,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "reports_open": reports_open_count(project=project),
         "panel_audit": panel_audit_present(panel_audit_figures(project=project)),
         "savings": votes_saved(project=project),
+        "scale_table": scale_distribution(project=project),
     }
     return render(request, "aggregation/dashboard.html", context)

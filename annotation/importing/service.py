@@ -574,12 +574,14 @@ def samples_import(
     project_name: str | None = None,
     images: str | Path | None = None,
     slots: bool = True,
+    label_scale: str | None = None,
 ) -> ImportReport:
     """Import the samples of ``path`` into ``project`` (a Project, or a slug created on write).
 
     ``path`` may list several Multi-Crit row files, read as one. ``images`` is an images root
     (a directory; for a zip, a folder inside it) tried before each file's own folder.
     ``slots=False`` creates no annotator slots (a published benchmark needs no annotation).
+    ``label_scale`` is the scale of a project created by the import.
 
     Raises :class:`ImportRejected` listing every problem (with line or row and field) when the
     file is invalid; then nothing is written. ``progress(done, total, message)`` is called as
@@ -621,7 +623,9 @@ def samples_import(
         try:
             with transaction.atomic():
                 if project is None:
-                    project, _ = project_get_or_create(slug=slug, name=project_name)
+                    project, _ = project_get_or_create(
+                        slug=slug, name=project_name, label_scale=label_scale
+                    )
                 _write(
                     reader,
                     project=project,

@@ -13,6 +13,7 @@ from django.apps import apps
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
+from .. import scales
 from ..ab import canonical_to_shown
 from ..models import Project, ProjectMember, Slot, Vote
 from ..services.voting import revision_locked
@@ -92,6 +93,7 @@ class HistoryRow:
     shown_choice: str  # "A" (left), "B" (right) or "tie", as on their screen
     revisable: bool
     why_not: str  # when not revisable
+    shown_answer: str = ""  # graded / pointwise: the grade or scores as on their screen
 
 
 def annotator_votes(*, user: Any, query: str = "", project_id: int | None = None) -> QuerySet:
@@ -164,6 +166,20 @@ def history_rows(votes: list[Vote], members: dict[int, ProjectMember]) -> list[H
                 shown_choice=canonical_to_shown(vote.choice, vote.shown_swapped),
                 revisable=not why,
                 why_not=why,
+                shown_answer=_shown_answer(vote),
             )
         )
     return rows
+
+
+def _shown_answer(vote: Vote) -> str:
+    """A graded or pointwise vote's answer in the terms of the annotator's own screen."""
+    swapped = vote.shown_swapped
+    if vote.grade is not None:
+        return scales.answer_text(
+            scales.grade_shown_to_canonical(vote.grade, swapped=swapped), None, None
+        )
+    if vote.score_a is not None and vote.score_b is not None:
+        left, right = scales.scores_shown_to_canonical(vote.score_a, vote.score_b, swapped=swapped)
+        return scales.answer_text(None, left, right)
+    return ""

@@ -17,6 +17,7 @@ from typing import Any
 
 from core.permissions import is_lead
 
+from .. import scales
 from ..models import Criterion, Project, ProjectMember, ReferenceLabel, Sample, Vote
 from ..pseudonyms import project_pseudonyms, pseudonym_position
 
@@ -31,6 +32,7 @@ class VoteRow:
     round: int | None
     agrees: bool | None  # None without a vote or without a reference
     name: str = ""  # as the viewer may see it: username (lead), pseudonym or "you"
+    answer: str = ""  # graded / pointwise: the grade or scores as read ("A>B", "A 4 · B 2")
 
     @property
     def is_earlier_round(self) -> bool:
@@ -188,7 +190,17 @@ def calibration_discussion(
             round__gte=1,
             annotator_id__in=list(member_by_user),
         )
-        .only("sample_id", "criterion_id", "annotator_id", "round", "choice", "rationale")
+        .only(
+            "sample_id",
+            "criterion_id",
+            "annotator_id",
+            "round",
+            "choice",
+            "grade",
+            "score_a",
+            "score_b",
+            "rationale",
+        )
         .order_by("round")
     )
     for vote in votes:
@@ -221,6 +233,9 @@ def calibration_discussion(
                         round=vote.round if vote else None,
                         agrees=agrees,
                         name=names[member.user_id],
+                        answer=scales.answer_text(vote.grade, vote.score_a, vote.score_b)
+                        if vote
+                        else "",
                     )
                 )
             items.append(DiscussionItem(sample, criterion, reference, rows))

@@ -7,7 +7,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Criterion, CriterionChange, Project, Slot
+from core.text import counted
+
+from .. import scales
+from ..models import Criterion, CriterionChange, Project, Slot, Vote
 from ..selectors.projects import project_has_formal_votes
 from .assignment import slots_ensure
 from .criteria import change_record, criterion_votes
@@ -16,6 +19,7 @@ from .routing import project_settle
 EDITABLE_SETTINGS = (
     "name",
     "description",
+    "label_scale",
     "annotators_per_sample",
     "tie_cap",
     "rationale_min_chars",
@@ -70,6 +74,8 @@ def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Pro
     if unknown:
         raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
     project = Project.objects.select_for_update().get(pk=project.pk)
+    if "label_scale" in changes and changes["label_scale"] != project.label_scale:
+        label_scale_check_changeable(project=project)
     old_k = project.annotators_per_sample
     old = {f: getattr(project, f) for f in (*LOCKED_ONCE_VOTED, "early_stopping")}
     for field, value in changes.items():
@@ -101,17 +107,64 @@ def project_settings_update(*, project: Project, by: Any, **changes: Any) -> Pro
     return project
 
 
+def rubric_checked(rubric: dict[str, Any]) -> dict[str, str]:
+    """A rubric with a non-empty text for each score 1-5; ValidationError names the level."""
+    out: dict[str, str] = {}
+    for score in scales.SCORES:
+        text = str(rubric.get(str(score)) or "").strip()
+        if not text:
+            raise ValidationError({f"rubric_{score}": f"Say what a score of {score} means."})
+        out[str(score)] = text
+    return out
+
+
+SCALE_FIXED = (
+    "The label scale is fixed once formal annotation has started: this project already has "
+    "{votes}. Start a new project to label with another scale."
+)
+
+
+def label_scale_fixed_reason(*, project: Project) -> str:
+    """Why the project's label scale can no longer change ("" while it can)."""
+    if project.pk is None:
+        return ""
+    n = Vote.objects.filter(sample__project=project, round=Vote.FORMAL_ROUND).count()
+    return SCALE_FIXED.format(votes=counted(n, "formal vote")) if n else ""
+
+
+def label_scale_check_changeable(*, project: Project) -> None:
+    """Refuse a change of the label scale once the project has a formal vote."""
+    reason = label_scale_fixed_reason(project=project)
+    if reason:
+        raise ValidationError({"label_scale": reason})
+
+
 @transaction.atomic
-def criterion_update(*, criterion: Criterion, by: Any, name: str, description: str) -> Criterion:
-    """Edit the name and Markdown description annotators see for a criterion."""
+def criterion_update(
+    *,
+    criterion: Criterion,
+    by: Any,
+    name: str,
+    description: str,
+    rubric: dict[str, str] | None = None,
+) -> Criterion:
+    """Edit the name and Markdown description annotators see for a criterion.
+
+    ``rubric`` (pointwise projects) replaces what each score 1-5 means; None keeps it.
+    """
     # Read what is stored: a ModelForm has already written the new values on ``criterion``.
     stored = Criterion.all_objects.get(pk=criterion.pk)
-    before = {"name": stored.name, "description": stored.description}
+    before = {"name": stored.name, "description": stored.description, "rubric": stored.rubric}
     criterion.name = name.strip()
     criterion.description = description.strip()
+    criterion.rubric = rubric_checked(rubric) if rubric is not None else stored.rubric
     criterion.full_clean()
-    criterion.save(update_fields=["name", "description"])
-    after = {"name": criterion.name, "description": criterion.description}
+    criterion.save(update_fields=["name", "description", "rubric"])
+    after = {
+        "name": criterion.name,
+        "description": criterion.description,
+        "rubric": criterion.rubric,
+    }
     if after != before:
         change_record(
             criterion=criterion,

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
 from core.permissions import ANNOTATOR_GROUP, LEAD_GROUP
 
-from ..default_criteria import DEFAULT_CRITERIA
-from ..models import Criterion, Project, ProjectMember
+from ..default_criteria import DEFAULT_CRITERIA, DEFAULT_RUBRIC
+from ..models import Criterion, LabelScale, Project, ProjectMember
 
 
 def roles_ensure() -> tuple[Group, Group]:
@@ -23,19 +24,33 @@ def roles_ensure() -> tuple[Group, Group]:
 
 @transaction.atomic
 def project_create(*, name: str, slug: str | None = None, **settings: Any) -> Project:
-    """Create a project with the default criteria of both splits."""
+    """Create a project with the default criteria of both splits (pointwise: default rubrics)."""
+    scale = settings.get("label_scale", LabelScale.PAIRWISE)
+    if scale not in LabelScale.values:
+        raise ValidationError(
+            {
+                "label_scale": f"Unknown label scale {scale!r}: choose "
+                f"{', '.join(LabelScale.values)}."
+            }
+        )
     project = Project.objects.create(name=name, slug=slug or slugify(name)[:80], **settings)
     criteria_ensure_defaults(project=project)
     return project
 
 
 @transaction.atomic
-def project_get_or_create(*, slug: str, name: str | None = None) -> tuple[Project, bool]:
-    """Return the project with this slug, creating it (with default criteria) if needed."""
+def project_get_or_create(
+    *, slug: str, name: str | None = None, label_scale: str | None = None
+) -> tuple[Project, bool]:
+    """Return the project with this slug, creating it (with default criteria) if needed.
+
+    ``label_scale`` is the scale of a project created here; an existing project keeps its own.
+    """
     project = Project.objects.filter(slug=slug).first()
     if project is not None:
         return project, False
-    return project_create(name=name or slug, slug=slug), True
+    settings = {"label_scale": label_scale} if label_scale else {}
+    return project_create(name=name or slug, slug=slug, **settings), True
 
 
 def criteria_ensure_defaults(*, project: Project) -> int:
@@ -57,6 +72,7 @@ def criteria_ensure_defaults(*, project: Project) -> int:
                 name=spec.name,
                 description=spec.description,
                 order=order,
+                rubric=dict(DEFAULT_RUBRIC),
             )
         )
     Criterion.objects.bulk_create(created)

@@ -22,6 +22,7 @@ replaced it and when (VoteRevision).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -46,11 +47,12 @@ from django.utils.dateparse import parse_datetime
 from annotation.selectors.work import formal_votes, project_criteria, seed_swapped
 from core.text import counted
 
-from .. import tiecap
+from .. import scales, tiecap
 from ..ab import SHOWN_CHOICES, shown_to_canonical
 from ..importing.limits import RATIONALE_MAX_CHARS, text_problem
 from ..models import (
     Choice,
+    LabelScale,
     Project,
     ProjectMember,
     RevisionWindow,
@@ -97,8 +99,18 @@ def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
             "choice",
             f"No tie available: ties must stay below {_percent(project.tie_cap)} of your formal "
             f"votes, and {counted(t + 1, 'tie')} in {counted(cast, 'vote')} would not. "
-            "Choose A or B, or skip this item for now: it comes back after your other items.",
+            f"{TIE_ADVICE.get(project.label_scale, TIE_ADVICE[LabelScale.PAIRWISE])}, or skip "
+            "this item for now: it comes back after your other items.",
         )
+
+
+#: What to do instead of a tie, per scale (a graded tie is the middle grade, a pointwise one
+#: equal scores).
+TIE_ADVICE = {
+    LabelScale.PAIRWISE: "Choose A or B",
+    LabelScale.GRADED: "Choose a grade for A or for B",
+    LabelScale.POINTWISE: "Give the two responses different scores",
+}
 
 
 def tie_unavailable_message(*, cap: Any, wait: int | None) -> str:
@@ -111,25 +123,98 @@ def tie_unavailable_message(*, cap: Any, wait: int | None) -> str:
     )
 
 
+@dataclass(frozen=True)
+class ShownAnswer:
+    """What the annotator gave on screen, in the project's scale (left = "A" on screen)."""
+
+    choice: str  # the pairwise choice it stands for, on screen: "A", "B" or "tie"
+    grade: int | None = None  # graded: +2 left much better .. -2 right much better
+    scores: tuple[int, int] | None = None  # pointwise: (left, right), 1-5 each
+
+    def canonical(self, swapped: bool) -> tuple[str, int | None, int | None, int | None]:
+        """(choice, grade, score_a, score_b) in canonical A/B terms."""
+        grade = (
+            scales.grade_shown_to_canonical(self.grade, swapped=swapped)
+            if self.grade is not None
+            else None
+        )
+        score_a = score_b = None
+        if self.scores is not None:
+            score_a, score_b = scales.scores_shown_to_canonical(*self.scores, swapped=swapped)
+        return shown_to_canonical(self.choice, swapped), grade, score_a, score_b
+
+
+def _whole(value: Any, low: int, high: int) -> int | None:
+    """``value`` as an integer from ``low`` to ``high``, or None when it is anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(str(value).strip()) if not isinstance(value, int) else value
+    except (TypeError, ValueError):
+        return None
+    return number if low <= number <= high else None
+
+
+GRADE_MESSAGE = "Choose one of the five grades: A≫B, A>B, tie, B>A or B≫A."
+SCORE_MESSAGE = "Score Response {side} from 1 to 5."
+
+
+def shown_answer(
+    *,
+    scale: str,
+    shown_choice: str = "",
+    shown_grade: Any = None,
+    shown_scores: tuple[Any, Any] | None = None,
+) -> ShownAnswer:
+    """Check an answer against the project's scale; VoteRejected names the field at fault."""
+    if scale == LabelScale.GRADED:
+        grade = _whole(shown_grade, scales.GRADE_MIN, scales.GRADE_MAX)
+        if grade is None:
+            raise VoteRejected("grade", GRADE_MESSAGE)
+        return ShownAnswer(scales.choice_from_grade(grade), grade=grade)
+    if scale == LabelScale.POINTWISE:
+        left, right = shown_scores if shown_scores is not None else (None, None)
+        score_left = _whole(left, scales.SCORE_MIN, scales.SCORE_MAX)
+        if score_left is None:
+            raise VoteRejected("score_left", SCORE_MESSAGE.format(side="A"))
+        score_right = _whole(right, scales.SCORE_MIN, scales.SCORE_MAX)
+        if score_right is None:
+            raise VoteRejected("score_right", SCORE_MESSAGE.format(side="B"))
+        choice = scales.choice_from_scores(score_left, score_right)
+        return ShownAnswer(choice, scores=(score_left, score_right))
+    if shown_choice not in SHOWN_CHOICES:
+        raise VoteRejected("choice", "Choose A, B or tie.")
+    return ShownAnswer(shown_choice)
+
+
 def vote_submit(
     *,
     project: Project,
     annotator: Any,
     sample_id: int,
     criterion_id: int,
-    shown_choice: str,
+    shown_choice: str = "",
     rationale: str,
     seconds: float,
     unsure: bool = False,
+    shown_grade: Any = None,
+    shown_scores: tuple[Any, Any] | None = None,
 ) -> Vote:
     """Create or revise the annotator's vote on (sample, criterion) in their current phase.
 
     ``shown_choice`` is the side clicked on screen ("A" = left, "B" = right, "tie"); it is
-    stored in canonical A/B terms using the item's display order. ``unsure`` is the "not sure"
-    flag, stored with the vote for the lead. Raises VoteRejected.
+    stored in canonical A/B terms using the item's display order. A graded project takes
+    ``shown_grade`` instead (+2 = left much better), a pointwise one ``shown_scores`` (left,
+    right); both are stored canonical with the pairwise choice they stand for
+    (:mod:`annotation.scales`). ``unsure`` is the "not sure" flag, stored with the vote for the
+    lead. Raises VoteRejected.
     """
-    if shown_choice not in SHOWN_CHOICES:
-        raise VoteRejected("choice", "Choose A, B or tie.")
+    answer = shown_answer(
+        scale=project.label_scale,
+        shown_choice=shown_choice,
+        shown_grade=shown_grade,
+        shown_scores=shown_scores,
+    )
     rationale = (rationale or "").strip()
     if len(rationale) > RATIONALE_MAX_CHARS:
         raise VoteRejected(
@@ -152,7 +237,7 @@ def vote_submit(
     criterion = criteria.by_id.get(criterion_id)
     if criterion is None:
         raise VoteRejected("criterion", "This criterion is not part of the project.")
-    args = (project, annotator, sample_id, criterion, shown_choice, rationale, seconds, unsure)
+    args = (project, annotator, sample_id, criterion, answer, rationale, seconds, unsure)
     try:
         vote = _vote_write(*args)
     except IntegrityError:
@@ -305,7 +390,7 @@ def _vote_write(
     annotator: Any,
     sample_id: int,
     criterion: Any,
-    shown_choice: str,
+    answer: ShownAnswer,
     rationale: str,
     seconds: float,
     unsure: bool = False,
@@ -313,7 +398,7 @@ def _vote_write(
     with transaction.atomic():
         # A tie is counted against the cap: lock first, count after (a fresh snapshot).
         row = _vote_context(
-            project, annotator, sample_id, criterion.pk, lock=shown_choice == Choice.TIE
+            project, annotator, sample_id, criterion.pk, lock=answer.choice == Choice.TIE
         )
         if row is None:
             raise VoteRejected("sample", "You are not an annotator in this project.")
@@ -330,7 +415,7 @@ def _vote_write(
             swapped = seed_swapped(project, annotator.pk, sample_id)
         if split != criterion.split:
             raise VoteRejected("criterion", "This criterion does not apply to this sample.")
-        choice = shown_to_canonical(shown_choice, swapped)
+        choice, grade, score_a, score_b = answer.canonical(swapped)
         existing = None
         if existing_id is not None:
             existing = Vote.objects.select_for_update().get(pk=existing_id)
@@ -349,7 +434,7 @@ def _vote_write(
                 choice,
                 rationale,
                 unsure,
-            ):
+            ) and _scale_values(existing) == (grade, score_a, score_b):
                 existing.criterion = criterion
                 return existing  # submitted again unchanged: nothing to refuse, nothing to write
             raise VoteRejected("vote", REVISION_LOCKED[project.vote_revision_window])
@@ -364,6 +449,9 @@ def _vote_write(
                 annotator_id=annotator.pk,
                 round=round_,
                 choice=choice,
+                grade=grade,
+                score_a=score_a,
+                score_b=score_b,
                 rationale=rationale,
                 seconds=seconds,
                 shown_swapped=swapped,
@@ -371,16 +459,24 @@ def _vote_write(
             )
         else:
             vote = existing
-            if (vote.choice, vote.rationale) != (choice, rationale):
+            if (vote.choice, vote.rationale) != (choice, rationale) or _scale_values(vote) != (
+                grade,
+                score_a,
+                score_b,
+            ):
                 VoteRevision.objects.create(
                     vote=vote,
                     choice=vote.choice,
+                    grade=vote.grade,
+                    score_a=vote.score_a,
+                    score_b=vote.score_b,
                     rationale=vote.rationale,
                     seconds=vote.seconds,
                     recorded_at=vote.updated_at,
                     revised_by_id=annotator.pk,
                 )
             vote.choice = choice
+            vote.grade, vote.score_a, vote.score_b = grade, score_a, score_b
             vote.rationale = rationale
             vote.seconds = seconds
             vote.shown_swapped = swapped
@@ -388,6 +484,9 @@ def _vote_write(
             vote.save(
                 update_fields=[
                     "choice",
+                    "grade",
+                    "score_a",
+                    "score_b",
                     "rationale",
                     "seconds",
                     "shown_swapped",
@@ -408,6 +507,11 @@ def _vote_write(
                 raise VoteRejected("sample", NOT_YOURS)
     vote.criterion = criterion
     return vote
+
+
+def _scale_values(vote: Vote) -> tuple[int | None, int | None, int | None]:
+    """A vote's (grade, score_a, score_b), the answer a graded or pointwise vote keeps."""
+    return vote.grade, vote.score_a, vote.score_b
 
 
 NOT_YOURS = (

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from core.text import counted
 
 from ..rendering import render_markdown
+from ..scales import answer_text
 from ..splits import split_label
 
 register = template.Library()
@@ -62,3 +65,23 @@ def duration(seconds: float | None) -> str:
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@register.filter
+def vote_answer(vote: Any) -> str:
+    """A graded or pointwise vote's grade or scores as read ("A>B", "A 4 · B 2"); "" otherwise."""
+    return answer_text(
+        getattr(vote, "grade", None), getattr(vote, "score_a", None), getattr(vote, "score_b", None)
+    )
+
+
+@register.filter
+def label_figures(label: Any) -> str:
+    """A graded label's median grade or a pointwise label's mean scores; "" for pairwise."""
+    median = getattr(label, "median_grade", None)
+    if median is not None:
+        return f"median grade {median:+g}"
+    mean_a, mean_b = getattr(label, "mean_score_a", None), getattr(label, "mean_score_b", None)
+    if mean_a is not None and mean_b is not None:
+        return f"mean score A {mean_a:.2f} · B {mean_b:.2f}"
+    return ""

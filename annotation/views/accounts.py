@@ -30,6 +30,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             name=form.cleaned_data["name"],
             slug=form.cleaned_data["slug"],
             description=form.cleaned_data["description"],
+            label_scale=form.cleaned_data["label_scale"],
         )
         messages.success(request, f"Project “{project.name}” created with the default criteria.")
         return redirect("members", slug=project.slug)

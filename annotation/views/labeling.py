@@ -22,6 +22,7 @@ from annotation.services import voting, work_types
 from ..ab import SHOWN_CHOICES, canonical_to_shown, shown_texts
 from ..forms import ItemForm, ProblemReportForm, SkipForm, VoteForm, form_errors, refusal
 from ..models import Choice, ProblemReport, Project
+from ..selectors.scale_screen import scale_answer_shown, scale_screen
 from ..services import work
 from ..services.voting import tie_unavailable_message, vote_lock_message
 
@@ -42,11 +43,17 @@ def _item_context(
     skip_reason: str = "",
     previous: tuple[int, int] | None = None,
     unsure: bool | None = None,
+    answer: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The screen of ``item``; ``previous`` is the (sample, criterion) answered just before."""
+    """The screen of ``item``; ``previous`` is the (sample, criterion) answered just before.
+
+    ``answer`` is the grade or scores typed on a refused vote, shown again as they were.
+    """
     sample = item.sample
     if choice is None and item.vote is not None:
         choice = canonical_to_shown(item.vote.choice, item.swapped)
+    if answer is None:
+        answer = scale_answer_shown(item.vote, item.swapped)
     if rationale is None:
         rationale = item.vote.rationale if item.vote is not None else ""
     if unsure is None:
@@ -71,7 +78,13 @@ def _item_context(
         "tie_reason": _tie_reason(project, item),
         "skip_reason": skip_reason,
         "criterion_changed": previous is not None and previous[1] != item.criterion.pk,
+        **scale_screen(project, item.criterion, answer, errors),
     }
+
+
+def _typed_answer(form: VoteForm) -> dict[str, str]:
+    """The grade and scores of a refused submission, as typed."""
+    return {name: str(form.data.get(name, "")) for name in ("grade", "score_left", "score_right")}
 
 
 def _tie_reason(project: Project, item: work_types.WorkItem) -> str | None:
@@ -131,7 +144,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project(slug)
     if request.method == "GET":
         return _screen(request, project, _next_context(project, request.user))
-    form = VoteForm(request.POST)
+    form = VoteForm(request.POST, scale=project.label_scale)
     form.is_valid()
     if form.id_errors():
         return refusal(form)
@@ -152,6 +165,8 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
                 rationale=form.cleaned_data["rationale"],
                 seconds=form.cleaned_data["seconds"],
                 unsure=form.cleaned_data["unsure"],
+                shown_grade=form.cleaned_data["grade"],
+                shown_scores=(form.cleaned_data["score_left"], form.cleaned_data["score_right"]),
             )
         except work_types.VoteRejected as rejected:
             errors = {rejected.field: rejected.message}
@@ -172,6 +187,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
             project,
             item,
             choice=shown_choice if shown_choice in SHOWN_CHOICES else "",
+            answer=_typed_answer(form),
             rationale=rationale,
             errors=errors,
             unsure=bool(form.cleaned_data.get("unsure")),

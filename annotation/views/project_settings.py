@@ -12,13 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from core.permissions import lead_required
 
-from ..forms_criteria import CriterionAddForm
-from ..models import Criterion, Project
+from ..forms_criteria import CriterionAddForm, CriterionRubricForm
+from ..models import Criterion, LabelScale, Project
 from ..selectors import projects as selectors
 from ..selectors.criteria import criteria_changes, criteria_with_votes
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
     criterion_update,
+    label_scale_fixed_reason,
     project_settings_update,
 )
 
@@ -42,6 +43,7 @@ class ProjectSettingsForm(forms.ModelForm):
             "routing_policy": "Judge-assisted routing",
             "audit_share": "Audit share (0-1): samples that always get every vote",
             "audit_seed": "Audit seed",
+            "label_scale": "Label scale",
         }
         help_texts = {
             "early_stopping": "Audit samples always get every vote. It can be switched on at any "
@@ -60,6 +62,12 @@ class ProjectSettingsForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in self.KEEP_WHEN_ABSENT:
             self.fields[name].required = False
+        # Left out of a post, the scale stays as it is (it is fixed once formal work starts).
+        self.fields["label_scale"].required = False
+        fixed = label_scale_fixed_reason(project=self.instance)
+        if fixed:
+            self.fields["label_scale"].disabled = True
+            self.fields["label_scale"].help_text = fixed
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -67,6 +75,9 @@ class ProjectSettingsForm(forms.ModelForm):
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = getattr(self.instance, name)
         return cleaned
+
+    def clean_label_scale(self) -> str:
+        return self.cleaned_data.get("label_scale") or self.instance.label_scale
 
 
 class CriterionForm(forms.ModelForm):
@@ -110,17 +121,28 @@ def criterion_edit(request: HttpRequest, slug: str, criterion_id: int) -> HttpRe
     project = selectors.project_get(slug=slug)
     criterion = get_object_or_404(Criterion, pk=criterion_id, project=project)
     form = CriterionForm(request.POST or None, instance=criterion)
-    if request.method == "POST" and form.is_valid():
-        criterion_update(
-            criterion=criterion,
-            by=request.user,
-            name=form.cleaned_data["name"],
-            description=form.cleaned_data["description"],
-        )
-        messages.success(request, f"Criterion “{criterion.name}” saved.")
-        return redirect("project-settings", slug=project.slug)
+    rubric_form = None
+    if project.label_scale == LabelScale.POINTWISE:
+        rubric_form = CriterionRubricForm(request.POST or None, criterion=criterion)
+    valid = form.is_valid() and (rubric_form is None or rubric_form.is_valid())
+    if request.method == "POST" and valid:
+        try:
+            criterion_update(
+                criterion=criterion,
+                by=request.user,
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                rubric=rubric_form.rubric() if rubric_form is not None else None,
+            )
+        except ValidationError as exc:
+            target = rubric_form or form
+            for field, errors in exc.message_dict.items():
+                target.add_error(field if field in target.fields else None, errors)
+        else:
+            messages.success(request, f"Criterion “{criterion.name}” saved.")
+            return redirect("project-settings", slug=project.slug)
     return render(
         request,
         "annotation/criterion_edit.html",
-        {"project": project, "criterion": criterion, "form": form},
+        {"project": project, "criterion": criterion, "form": form, "rubric_form": rubric_form},
     )

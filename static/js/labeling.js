@@ -4,6 +4,29 @@
   "use strict";
 
   const KEYS = { "1": "A", a: "A", "2": "B", b: "B", "3": "tie", t: "tie" };
+  // Graded: the five buttons left to right (values in on-screen terms, +2 = A much better).
+  const GRADE_KEYS = { "1": "2", "2": "1", "3": "0", "4": "-1", "5": "-2" };
+  // Pointwise: 1-5 score the left response, 6-0 the right one (the keys printed on the buttons).
+  const SCORE_KEYS = { "1": ["score_left", "1"], "2": ["score_left", "2"], "3": ["score_left", "3"],
+    "4": ["score_left", "4"], "5": ["score_left", "5"], "6": ["score_right", "1"],
+    "7": ["score_right", "2"], "8": ["score_right", "3"], "9": ["score_right", "4"], "0": ["score_right", "5"] };
+
+  function scale() { const w = work(); return (w && w.dataset.scale) || "pairwise"; }
+
+  // The input a key stands for on this screen's scale, or null.
+  function keyTarget(key) {
+    const s = scale();
+    if (s === "graded") return GRADE_KEYS[key] ? ["grade", GRADE_KEYS[key]] : null;
+    if (s === "pointwise") return SCORE_KEYS[key] || null;
+    return KEYS[key] ? ["choice", KEYS[key]] : null;
+  }
+
+  // Every answer group of the form (one for pairwise and graded, two for pointwise) is set.
+  function answered(w) {
+    const groups = w.querySelectorAll("fieldset[data-answer]");
+    if (!groups.length) return false;
+    return Array.prototype.every.call(groups, function (g) { return !!g.querySelector("input:checked"); });
+  }
   let shownAt = performance.now();
 
   function work() { return document.getElementById("work"); }
@@ -36,6 +59,9 @@
     }
     setupScrollSync(root);
     setupPanes(root);
+    // On a phone the pinned footer stays short: the pointwise rubric starts folded (tap to open).
+    const rubric = root.querySelector(".rubric");
+    if (rubric && window.matchMedia("(max-width: 900px)").matches) rubric.open = false;
     // After an error the typed rationale is back in the field: put the caret at its end.
     const error = root.querySelector(".field-error");
     if (error && textarea) {
@@ -47,9 +73,18 @@
     }
   }
 
-  function choose(value) {
+  // Pointwise: equal scores are a tie; with no tie available, point at the reason at once.
+  function warnEqualScores(w) {
+    const reason = w.querySelector("#tie-reason");
+    const left = w.querySelector('input[name="score_left"]:checked');
+    const right = w.querySelector('input[name="score_right"]:checked');
+    if (!reason || !left || !right || left.value !== right.value) return;
+    reason.classList.remove("flash"); void reason.offsetWidth; reason.classList.add("flash");
+  }
+
+  function choose(target) {
     const w = work();
-    const input = w && w.querySelector('.choices input[value="' + value + '"]');
+    const input = w && w.querySelector('fieldset[data-answer] input[name="' + target[0] + '"][value="' + target[1] + '"]');
     if (!input) return;
     if (input.disabled) {
       // Say why instead of doing nothing (the reason is printed under the buttons).
@@ -58,8 +93,9 @@
       return;
     }
     input.checked = true;
+    warnEqualScores(w);
     const textarea = w.querySelector("#rationale");
-    if (textarea) textarea.focus();
+    if (textarea && answered(w)) textarea.focus();
   }
 
   function submitForm() {
@@ -107,7 +143,7 @@
       if (box && box.open) box.open = false;
       return;
     }
-    const value = KEYS[event.key.toLowerCase()];
+    const value = keyTarget(event.key.toLowerCase());
     if (value && !event.shiftKey) {
       event.preventDefault();
       choose(value);
@@ -115,15 +151,17 @@
     }
     if (event.key === "Enter" && !(target && (target.tagName === "BUTTON" || target.tagName === "A" || target.tagName === "SUMMARY"))) {
       const w = work();
-      if (w && w.querySelector(".choices input:checked")) { event.preventDefault(); submitForm(); }
+      if (w && answered(w)) { event.preventDefault(); submitForm(); }
     }
   });
 
   // Clicking a choice button with the mouse also moves on to the rationale.
   document.addEventListener("change", function (event) {
-    if (event.target.matches && event.target.matches('.choices input[type="radio"]')) {
-      const textarea = work() && work().querySelector("#rationale");
-      if (textarea) textarea.focus();
+    if (event.target.matches && event.target.matches('fieldset[data-answer] input[type="radio"]')) {
+      const w = work();
+      const textarea = w && w.querySelector("#rationale");
+      if (w) warnEqualScores(w);
+      if (textarea && answered(w)) textarea.focus();
     }
   });
 

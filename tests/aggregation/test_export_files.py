@@ -59,7 +59,12 @@ def test_manifest_figures_and_checksums(project, lead, data):
     assert manifest == version.manifest
     oe, rs = data["oe"], data["rs"]
     assert manifest["version"] == 1
-    assert manifest["project"] == {"slug": "test-project", "name": "Test project"}
+    assert manifest["project"] == {
+        "slug": "test-project",
+        "name": "Test project",
+        "label_scale": "pairwise",
+        "scale_rule": "each vote is A, B or tie",
+    }
     assert manifest["created_by"] == "lead" and manifest["created"]
     assert manifest["aggregation_rule"]["name"] == "unanimous_or_majority_plus_tie"
     assert manifest["options"]["include_votes"] is False

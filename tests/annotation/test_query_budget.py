@@ -42,8 +42,12 @@ def build(n: int, slug: str) -> Project:
     return project
 
 
-def loop_counts(project: Project, user: User) -> list[int]:
-    """Query counts of LOOPS request-like loops (fresh Project instance, submit then next)."""
+def loop_counts(project: Project, user: User, answer: dict | None = None) -> list[int]:
+    """Query counts of LOOPS request-like loops (fresh Project instance, submit then next).
+
+    ``answer`` replaces the pairwise ``shown_choice="A"`` (a graded or pointwise answer).
+    """
+    answer = answer or {"shown_choice": "A"}
     item = work.work_next(project=project, annotator=user)
     for _ in range(39):  # reach the end of the first batch so the loops include a claim
         voting.vote_submit(
@@ -51,9 +55,9 @@ def loop_counts(project: Project, user: User) -> list[int]:
             annotator=user,
             sample_id=item.sample.pk,
             criterion_id=item.criterion.pk,
-            shown_choice="A",
             rationale="Steady rationale for the budget.",
             seconds=2,
+            **answer,
         )
         item = work.work_next(project=project, annotator=user)
     counts = []
@@ -65,9 +69,9 @@ def loop_counts(project: Project, user: User) -> list[int]:
                 annotator=user,
                 sample_id=item.sample.pk,
                 criterion_id=item.criterion.pk,
-                shown_choice="A",
                 rationale="Steady rationale for the budget.",
                 seconds=2,
+                **answer,
             )
             item = work.work_next(project=fresh, annotator=user)
         listing = "\n".join(f"{i + 1}. {q['sql'][:300]}" for i, q in enumerate(captured))
@@ -127,3 +131,17 @@ def test_tie_loop_within_budget():
     listing = "\n".join(q["sql"][:300] for q in captured)
     assert vote.choice == "tie"
     assert len(captured) <= BUDGET, listing
+
+
+@pytest.mark.parametrize(
+    ("scale", "answer"),
+    [("graded", {"shown_grade": 1}), ("pointwise", {"shown_scores": (4, 2)})],
+)
+def test_graded_and_pointwise_loops_cost_what_a_pairwise_loop_costs(scale, answer):
+    pairwise = build(100, "pairwise-budget")
+    scaled = build(100, f"{scale}-budget")
+    Project.objects.filter(pk=scaled.pk).update(label_scale=scale)
+    scaled.refresh_from_db()
+    base = loop_counts(pairwise, annotator_for(pairwise, "p-user"))
+    counts = loop_counts(scaled, annotator_for(scaled, "g-user"), answer)
+    assert counts == base

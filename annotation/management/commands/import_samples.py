@@ -10,6 +10,7 @@ from tqdm import tqdm
 from annotation.curation import FILTERS, parse_filters
 from annotation.importing.errors import ImportRejected
 from annotation.importing.service import samples_import
+from annotation.models import LabelScale
 from core.text import counted
 
 
@@ -47,6 +48,13 @@ class Command(BaseCommand):
             help=f"curation filters to apply, comma-separated: {','.join(FILTERS)}",
         )
         parser.add_argument("--name", default=None, help="name of the project if it is created")
+        parser.add_argument(
+            "--scale",
+            default=None,
+            choices=list(LabelScale.values),
+            help="label scale of the project if it is created (default pairwise); an existing "
+            "project keeps its own",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -79,6 +87,7 @@ class Command(BaseCommand):
                 filters=filters,
                 progress=progress,
                 project_name=options["name"],
+                label_scale=options["scale"],
             )
         except ImportRejected as exc:
             for bar in bars.values():
