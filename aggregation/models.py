@@ -74,6 +74,15 @@ class AgreementSnapshot(models.Model):
     figures = models.JSONField(default=dict)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     computed_at = models.DateTimeField()
+    result = models.JSONField(
+        default=dict, help_text="The split's label counts as the last aggregation reported them."
+    )
+    inputs_state = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A digest of the project's votes, samples, slots and labels after the last "
+        "aggregation: while it holds, the next run reads no vote.",
+    )
 
     class Meta:
         ordering = ["project", "split", "-computed_at"]

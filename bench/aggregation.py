@@ -57,7 +57,7 @@ def build(args: argparse.Namespace) -> dict:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from annotation.models import Criterion, Sample, Vote
+    from annotation.models import Criterion, Sample, Slot, Vote
     from annotation.services.projects import member_add, project_create
 
     rng = np.random.default_rng(0)
@@ -134,6 +134,7 @@ def build(args: argparse.Namespace) -> dict:
             "rationale",
             "seconds",
             "shown_swapped",
+            "unsure",
             "created_at",
             "updated_at",
         ]
@@ -156,11 +157,23 @@ def build(args: argparse.Namespace) -> dict:
                             rationale,
                             20.0,
                             False,
+                            False,
                             now,
                             now,
                         )
 
         _copy_rows(raw, Vote._meta.db_table, vote_cols, vote_rows())
+
+        def slot_rows():
+            # Each sample's k slots held by the annotators who voted on it, done.
+            for i in range(n):
+                for a in range(k):
+                    yield (int(ids[i]), a + 1, int(user_ids[trio[i, a]]), now, None, now, False)
+
+        slot_cols = ["sample_id", "index", "annotator_id", "claimed_at", "lease_expires_at"]
+        slot_cols += ["completed_at", "swap_ab"]
+        _copy_rows(raw, Slot._meta.db_table, slot_cols, slot_rows())
+        cursor.execute(f"ANALYZE {Slot._meta.db_table}")
         cursor.execute(f"ANALYZE {Vote._meta.db_table}")
         cursor.execute(f"ANALYZE {Sample._meta.db_table}")
     n_votes = Vote.objects.count()
@@ -219,9 +232,7 @@ def time_parts(project, floor: float, n_boot: int) -> None:
         criteria = list(Criterion.objects.filter(project=project, split=split).order_by("order"))
         criteria = [c for c in criteria if svc._formal_votes(project, split, [c]).exists()]
         start = time.perf_counter()
-        votes = svc._load_votes(
-            svc._formal_votes(project, split, criteria), svc._no_progress, 0, 0, split
-        )
+        votes = svc._load_votes(svc._formal_votes(project, split, criteria))
         read = time.perf_counter() - start
         start = time.perf_counter()
         items = svc._label_items(votes, criteria, project.annotators_per_sample)
