@@ -228,3 +228,16 @@ class DatasetRow(models.Model):
             models.UniqueConstraint(fields=["version", "question_id"], name="row_unique_qid"),
         ]
         indexes = [models.Index(fields=["version", "split", "criterion"], name="row_filter")]
+
+
+class DashboardSnapshot(models.Model):
+    """The dashboard's figures over the votes up to ``upto_vote_id``, stored by the aggregation.
+
+    The dashboard adds what was voted since (votes with a larger id, read by primary-key range)
+    instead of counting every vote on every view; see aggregation.selectors.dashboard.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="+")
+    upto_vote_id = models.BigIntegerField()
+    figures = models.JSONField(default=dict)
+    computed_at = models.DateTimeField()

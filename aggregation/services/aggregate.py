@@ -55,6 +55,7 @@ from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
+from .dashboard import dashboard_snapshot_refresh
 
 Progress = Callable[..., None]
 
@@ -640,7 +641,8 @@ def _aggregate_splits(
     job: Job | None,
     progress: Progress,
 ) -> dict[str, Any]:
-    """Read every split's votes, then label and measure each split."""
+    """Store the dashboard's vote figures, read every split's votes, then label each split."""
+    dashboard_snapshot_refresh(project=project)
     votes_by_split = {
         s: _load_votes(_formal_votes(project, s, criteria_by_split[s])) for s in splits
     }
