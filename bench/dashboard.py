@@ -32,7 +32,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from aggregation.models import CriterionLabel, Outcome  # noqa: E402
+from aggregation.models import CriterionLabel, DashboardSnapshot, Outcome  # noqa: E402
 from aggregation.selectors.dashboard import dashboard_figures  # noqa: E402
 from aggregation.selectors.review_queue import (  # noqa: E402
     QueueFilters,
@@ -41,6 +41,7 @@ from aggregation.selectors.review_queue import (  # noqa: E402
     review_page,
     review_queue,
 )
+from aggregation.services.dashboard import dashboard_snapshot_refresh  # noqa: E402
 from annotation.models import Criterion, Project, Sample, Slot, Vote  # noqa: E402
 from annotation.services.projects import member_add, project_create  # noqa: E402
 
@@ -119,6 +120,27 @@ def build(n_samples: int, rng: random.Random) -> Project:
     return project
 
 
+def add_votes(project: Project, n: int, rng: random.Random) -> int:
+    """Votes cast after the stored figures: one more criterion on ``n`` samples, 3 votes each."""
+    users = list(User.objects.filter(username__startswith="bench-ann"))
+    extra = Criterion.objects.create(
+        project=project,
+        split="open_ended",
+        key=f"extra{int(time.time())}",
+        name="Extra",
+        order=99,
+        description="An extra criterion.",
+    )
+    samples = list(Sample.objects.filter(project=project).order_by("id")[:n])
+    votes = [
+        Vote(sample=s, criterion=extra, annotator=u, choice="A", rationale="r", seconds=10.0)
+        for s in samples
+        for u in rng.sample(users, 3)
+    ]
+    Vote.objects.bulk_create(votes, batch_size=BATCH)
+    return len(votes)
+
+
 def timed(label: str, fn) -> None:
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
@@ -153,8 +175,19 @@ def main() -> None:
     middle = review_queue(project=project).values_list("id", flat=True)[n_samples // 4]
     filters = QueueFilters(disagreements=True, unreviewed=True)
     try:
+        DashboardSnapshot.objects.filter(project=project).delete()
+        timed("dashboard figures, nothing stored", lambda: dashboard_figures(project=project))
+        timed(
+            "storing the figures (aggregation job)",
+            lambda: dashboard_snapshot_refresh(project=project),
+        )
         for _ in range(args.repeat):
             timed("dashboard figures", lambda: dashboard_figures(project=project))
+        added = add_votes(project, n_samples // 100, rng)
+        timed(
+            f"dashboard figures, {added:,} votes since",
+            lambda: dashboard_figures(project=project),
+        )
         timed(
             "review queue page 1 (no filter)",
             lambda: review_page(project=project, filters=QueueFilters()),
