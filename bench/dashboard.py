@@ -41,7 +41,10 @@ from aggregation.selectors.review_queue import (  # noqa: E402
     review_page,
     review_queue,
 )
-from aggregation.services.dashboard import dashboard_snapshot_refresh  # noqa: E402
+from aggregation.services.dashboard import (  # noqa: E402
+    dashboard_labels_refresh,
+    dashboard_snapshot_refresh,
+)
 from annotation.models import Criterion, Project, Sample, Slot, Vote  # noqa: E402
 from annotation.services.projects import member_add, project_create  # noqa: E402
 
@@ -179,7 +182,10 @@ def main() -> None:
         timed("dashboard figures, nothing stored", lambda: dashboard_figures(project=project))
         timed(
             "storing the figures (aggregation job)",
-            lambda: dashboard_snapshot_refresh(project=project),
+            lambda: (
+                dashboard_snapshot_refresh(project=project),
+                dashboard_labels_refresh(project=project),
+            ),
         )
         for _ in range(args.repeat):
             timed("dashboard figures", lambda: dashboard_figures(project=project))

@@ -619,23 +619,54 @@ def dashboard_figures(*, project: Project) -> Dashboard:
     )
 
 
-def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
-    """Per split with labels: outcomes, kept and exportable labels, conflicts, A/B balance."""
+def _labels(project: Project) -> Any:
     labels = CriterionLabel.objects.filter(
         sample__project=project, sample__status=SampleStatus.ACTIVE
     )
     if not project.export_includes_seeds:
         labels = labels.filter(sample__is_seed=False)
+    return labels
+
+
+def label_figures_compute(project: Project) -> dict[str, Any]:
+    """The label counts the results table is made of, as JSON (what DashboardSnapshot stores).
+
+    Labels change only when the aggregation writes them, so it stores these after each run.
+    """
+    rows = (
+        _labels(project)
+        .values("sample__split", "criterion_id", "outcome", "preference")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {
+        "include_seeds": project.export_includes_seeds,
+        "rows": list(rows),
+        "per_sample": _label_sample_figures(project),
+    }
+
+
+def _label_figures(project: Project) -> dict[str, Any]:
+    """The stored label counts when they were stored for the project's seed setting, else now."""
+    if connection.vendor == "postgresql":
+        stored = (
+            DashboardSnapshot.objects.filter(project=project)
+            .values_list("figures__labels", flat=True)
+            .first()
+        )
+        if stored and stored.get("include_seeds") == project.export_includes_seeds:
+            return stored
+    return label_figures_compute(project)
+
+
+def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
+    """Per split with labels: outcomes, kept and exportable labels, conflicts, A/B balance."""
+    stored = _label_figures(project)
     # One grouped pass gives both the outcomes per split and the A/B balance per criterion.
     by_outcome: dict[str, dict[str, int]] = {}
     balance: dict[int, dict[str, int]] = {}
     kept_outcomes = {o.value for o in Outcome.kept()}
-    rows = (
-        labels.values("sample__split", "criterion_id", "outcome", "preference")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for r in rows:
+    for r in stored["rows"]:
         split_outcomes = by_outcome.setdefault(r["sample__split"], {})
         split_outcomes[r["outcome"]] = split_outcomes.get(r["outcome"], 0) + r["n"]
         if r["outcome"] in kept_outcomes and r["preference"] in (Choice.A, Choice.B):
@@ -660,7 +691,7 @@ def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str,
         .annotate(n=Count("id"))
         .values_list("sample__split", "n")
     )
-    per_sample = _label_sample_figures(project)
+    per_sample = stored["per_sample"]
     out = []
     for value, label in Split.choices:
         outcomes = by_outcome.get(value, {})

@@ -55,7 +55,7 @@ from core.text import counted
 
 from .. import agreement, rules
 from ..models import AgreementSnapshot, CriterionLabel
-from .dashboard import dashboard_snapshot_refresh
+from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 
 Progress = Callable[..., None]
 
@@ -622,6 +622,7 @@ def project_aggregate(
                 AgreementSnapshot.objects.filter(project=project, split__in=splits).update(
                     inputs_state=f"{state}:{_labels_state(project)}"
                 )
+            dashboard_labels_refresh(project=project)
     parts = [
         f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
         f"{r['samples_kept']:,} of {counted(r['samples'], 'sample')}"

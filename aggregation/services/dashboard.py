@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotation.models import Project, Vote
 
 from ..models import DashboardSnapshot
-from ..selectors.dashboard import vote_figures_compute
+from ..selectors.dashboard import label_figures_compute, vote_figures_compute
 
 
 def _last_committed_vote_id() -> int:
@@ -48,3 +48,15 @@ def dashboard_snapshot_refresh(*, project: Project) -> DashboardSnapshot | None:
         project=project, defaults={"upto_vote_id": upto, "figures": figures, "computed_at": now}
     )
     return snapshot
+
+
+def dashboard_labels_refresh(*, project: Project) -> None:
+    """Store the label counts of the results table, after the aggregation wrote the labels."""
+    if connection.vendor != "postgresql":
+        return
+    figures = label_figures_compute(project)
+    snapshot = DashboardSnapshot.objects.filter(project=project).first()
+    if snapshot is None:
+        return
+    snapshot.figures = {**snapshot.figures, "labels": figures}
+    snapshot.save(update_fields=["figures"])

@@ -107,3 +107,14 @@ def test_the_aggregation_stores_the_figures(project, data):
     with CaptureQueriesContext(connection) as ctx:
         dashboard_figures(project=project)
     assert len(ctx.captured_queries) <= 18
+
+
+def test_results_read_the_label_counts_stored_by_the_aggregation(project, data):
+    from aggregation.services.aggregate import project_aggregate
+
+    project_aggregate(project=project, n_boot=0)
+    stored = DashboardSnapshot.objects.get(project=project).figures["labels"]
+    assert stored["include_seeds"] is False and stored["rows"]
+    with_stored = dashboard_figures(project=project).results
+    DashboardSnapshot.objects.filter(project=project).delete()
+    assert with_stored == dashboard_figures(project=project).results
