@@ -59,7 +59,21 @@ class CriterionLabel(models.Model):
                 name="label_kept_has_preference",
             ),
         ]
-        indexes = [models.Index(fields=["criterion", "outcome"], name="label_criterion_outcome")]
+        indexes = [
+            models.Index(fields=["criterion", "outcome"], name="label_criterion_outcome"),
+            # The review queue's semi-joins ("has a kept label", "has a label not kept
+            # unanimously") read these alone, in sample order, without the table.
+            models.Index(
+                fields=["sample"],
+                condition=models.Q(outcome__in=["kept_unanimous", "kept_majority_tie"]),
+                name="label_kept_sample",
+            ),
+            models.Index(
+                fields=["sample"],
+                condition=~models.Q(outcome="kept_unanimous"),
+                name="label_not_unanimous_sample",
+            ),
+        ]
 
     @property
     def is_kept(self) -> bool:

@@ -144,6 +144,13 @@ def add_votes(project: Project, n: int, rng: random.Random) -> int:
     return len(votes)
 
 
+def queue_view(filters: QueueFilters, after: int | None = None):
+    """What the review-queue page reads: the counts, then one page of rows (by id)."""
+    project = queue_view.project
+    counts = review_counts(project=project, filters=filters)
+    return review_page(project=project, filters=filters, counts=counts, after=after)
+
+
 def timed(label: str, fn) -> None:
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
@@ -176,6 +183,7 @@ def main() -> None:
         f" {n_votes:,} votes in {time.perf_counter() - start:.1f} s ({connection.vendor})"
     )
     middle = review_queue(project=project).values_list("id", flat=True)[n_samples // 4]
+    queue_view.project = project
     filters = QueueFilters(disagreements=True, unreviewed=True)
     try:
         DashboardSnapshot.objects.filter(project=project).delete()
@@ -194,13 +202,12 @@ def main() -> None:
             f"dashboard figures, {added:,} votes since",
             lambda: dashboard_figures(project=project),
         )
-        timed(
-            "review queue page 1 (no filter)",
-            lambda: review_page(project=project, filters=QueueFilters()),
-        )
-        timed(
-            "review queue page 1 (filtered)", lambda: review_page(project=project, filters=filters)
-        )
+        for name, queue_filters in (("no filter", QueueFilters()), ("filtered", filters)):
+            timed(f"review queue page 1 ({name})", lambda f=queue_filters: queue_view(f))
+            timed(
+                f"review queue page by id ({name})",
+                lambda f=queue_filters: queue_view(f, after=middle),
+            )
         timed("review counts", lambda: review_counts(project=project, filters=filters))
         timed(
             "next / previous of one item",
