@@ -10,6 +10,13 @@ new votes updates just the labels whose votes changed. Labels whose votes have g
 sample, a deleted vote) are removed. Aggregations of one project are serialised with a
 PostgreSQL advisory lock, so two jobs never interleave their writes.
 
+On PostgreSQL a run first computes, in one query, a digest of everything the labels are made
+from (:func:`_votes_state`); when it equals the one stored with the snapshots by the last run,
+nothing is read or written but the snapshots' time. Votes are read as one value per column (see
+core.db.read_int_columns), labels written by one binary COPY into a temporary table and one
+INSERT / UPDATE (:func:`_copy_labels`; the columns' SQL is in ``_LABEL_SQL``), and the
+dashboard's vote and label counts are stored for it (aggregation.services.dashboard).
+
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
 """
 
