@@ -226,13 +226,34 @@ def timed_job(project, label: str, floor: float) -> dict:
 
 def time_parts(project, floor: float, n_boot: int) -> None:
     from aggregation.services import aggregate as svc
+    from aggregation.services.dashboard import (
+        dashboard_labels_refresh,
+        dashboard_snapshot_refresh,
+    )
     from annotation.models import Criterion
+    from core.db import without_jit
+
+    with without_jit():
+        start = time.perf_counter()
+        dashboard_snapshot_refresh(project=project)
+        dashboard_labels_refresh(project=project)
+        seconds = time.perf_counter() - start
+    name = "  of a run: storing the dashboard's figures"
+    print(f"{name:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
+    with without_jit():
+        start = time.perf_counter()
+        svc._votes_state(project, project.annotators_per_sample, {}, {})
+        svc._labels_state(project)
+        seconds = time.perf_counter() - start
+    name = "  of a run: the digest of the inputs (SQL)"
+    print(f"{name:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
 
     for split in ("open_ended", "reasoning"):
         criteria = list(Criterion.objects.filter(project=project, split=split).order_by("order"))
         criteria = [c for c in criteria if svc._formal_votes(project, split, [c]).exists()]
         start = time.perf_counter()
-        votes = svc._load_votes(svc._formal_votes(project, split, criteria))
+        with without_jit():  # as in the job
+            votes = svc._load_votes(svc._formal_votes(project, split, criteria))
         read = time.perf_counter() - start
         start = time.perf_counter()
         items = svc._label_items(votes, criteria, project.annotators_per_sample)
@@ -248,7 +269,7 @@ def time_parts(project, floor: float, n_boot: int) -> None:
         n = len(votes["id"])
         print(f"  {split}: {n:,} votes, {len(items.keys):,} items")
         for name, seconds in (
-            ("read votes (binary COPY into NumPy)", read),
+            ("read votes (one bytea per column into NumPy)", read),
             ("rule and digests per label", rule),
             ("agreement, point estimates", timings[0]),
             (f"agreement with bootstrap ({n_boot} replicates)", timings[n_boot]),
