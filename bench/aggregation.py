@@ -9,7 +9,8 @@ COPY into a dedicated database ``bench_aggregation_<pid>``, created from the ser
 unless ``--keep``. Prints seconds for: PostgreSQL streaming the same vote rows out with
 ``COPY (SELECT ...) TO STDOUT`` (the floor any reader of the votes pays), the aggregation job
 (first run: every label created; second run: nothing changed; third run after 1% of the votes
-changed), reading the votes (binary COPY into NumPy), and the agreement statistics alone (point
+changed), two parts of a run (storing the dashboard's figures, the SQL digest of the inputs),
+reading the votes (one bytea per column into NumPy), and the agreement statistics alone (point
 estimates, then with the sample bootstrap), each also as a ratio to the COPY time.
 """
 

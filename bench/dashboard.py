@@ -5,10 +5,13 @@
 
 Builds N open-ended samples x 5 criteria x 3 formal votes (plus slots and aggregated labels) in
 a fresh project of the database named by DATABASE_URL (use a scratch database), then prints the
-seconds and the number of SQL queries of: the dashboard figures, one review-queue page, the
-queue counts and one item's next / previous. The project is deleted afterwards unless --keep;
---project times a project kept by an earlier run instead of building one (the study's design
-size, --samples 100000, takes minutes to build), --repeat times the dashboard R times.
+seconds and the number of SQL queries of: the dashboard figures with nothing stored, storing
+them (the aggregation job's part), the dashboard with the stored figures and again after 1% new
+votes, a review-queue page as the view reads it (counts, then rows: page 1 and by id in the
+middle), the queue counts and one item's next / previous. The project is deleted afterwards
+unless --keep; --project times a project kept by an earlier run instead of building one (the
+study's design size, --samples 100000, takes minutes to build), --repeat times the dashboard R
+times. Adding the new votes changes a kept project (a criterion "extra..." with 1% votes).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def _live(project):
 
 def test_stored_figures_plus_new_votes_equal_a_full_count(project, data, annotators):
     a1, a2, a3 = data["users"]
-    s1, s2, s3 = data["samples"]
+    _, s2, s3 = data["samples"]
     crits = data["crits"]
     before = _vote_figures(project)
     snapshot = dashboard_snapshot_refresh(project=project)
