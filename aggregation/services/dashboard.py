@@ -16,11 +16,12 @@ def _last_committed_vote_id() -> int:
     """The largest vote id such that every vote with an id up to it has committed.
 
     A vote's id is taken when it is inserted, so a transaction still open can hold a smaller
-    id than one already visible. A SHARE lock on the vote table waits for those transactions
-    (and holds new votes back for as long as it takes to read the largest id); when it cannot
-    be had within a second, the largest visible id is used.
+    id than one already visible. A SHARE lock on the vote table, in a transaction of its own,
+    waits for those transactions (and holds new votes back for as long as it takes to read the
+    largest id). Inside a caller's transaction (the lock would last as long as it), or when the
+    lock cannot be had within a second, the largest visible id is used.
     """
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
         return Vote.objects.aggregate(m=Max("id"))["m"] or 0
     table = connection.ops.quote_name(Vote._meta.db_table)
     try:

@@ -118,3 +118,16 @@ def test_results_read_the_label_counts_stored_by_the_aggregation(project, data):
     with_stored = dashboard_figures(project=project).results
     DashboardSnapshot.objects.filter(project=project).delete()
     assert with_stored == dashboard_figures(project=project).results
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_vote_id_is_read_under_a_share_lock_of_its_own(project, annotators):
+    """Outside any transaction: the lock is taken and released, votes go on afterwards."""
+    from aggregation.services.dashboard import _last_committed_vote_id
+
+    criterion = project.criteria.filter(split="open_ended").first()
+    first = vote(make_sample(project, "a"), criterion, annotators[0])
+    assert not connection.in_atomic_block
+    assert _last_committed_vote_id() == first.pk
+    second = vote(make_sample(project, "b"), criterion, annotators[0])
+    assert _last_committed_vote_id() == second.pk
