@@ -27,8 +27,14 @@ class Outcome(models.TextChoices):
 class CriterionLabel(models.Model):
     """The aggregated label of one (sample, criterion), rebuilt by the aggregation job."""
 
-    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="labels")
-    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="labels")
+    # No index of their own: label_unique (sample, criterion) and label_criterion_outcome lead
+    # with them, and each index more is written for every label.
+    sample = models.ForeignKey(
+        Sample, on_delete=models.CASCADE, related_name="labels", db_index=False
+    )
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, related_name="labels", db_index=False
+    )
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
     preference = models.CharField(max_length=3, choices=Choice.choices, blank=True)
     votes_a = models.PositiveSmallIntegerField(default=0)
