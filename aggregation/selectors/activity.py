@@ -125,9 +125,16 @@ def votes_since(*, project: Project, since: datetime | None, after_id: int | Non
     if after_id is None:
         return votes.filter(updated_at__gt=since).count()
     new = votes.filter(id__gt=after_id, updated_at__gt=since).count()
+    # Joined from the revisions (few) to their votes, never the other way round.
     revised = (
-        VoteRevision.objects.filter(replaced_at__gt=since, vote_id__lte=after_id)
-        .filter(vote__in=votes)
+        VoteRevision.objects.filter(
+            replaced_at__gt=since,
+            vote_id__lte=after_id,
+            vote__sample__project=project,
+            vote__sample__is_seed=False,
+            vote__sample__status=SampleStatus.ACTIVE,
+            vote__round=Vote.FORMAL_ROUND,
+        )
         .values("vote_id")
         .distinct()
         .count()

@@ -131,3 +131,17 @@ def test_the_last_vote_id_is_read_under_a_share_lock_of_its_own(project, annotat
     assert _last_committed_vote_id() == first.pk
     second = vote(make_sample(project, "b"), criterion, annotators[0])
     assert _last_committed_vote_id() == second.pk
+
+
+def test_a_revised_vote_counts_as_stale_once(project, data, lead):
+    """A vote revised after the agreement snapshot: found through its revisions, once."""
+    from annotation.models import VoteRevision
+
+    dashboard_snapshot_refresh(project=project)
+    AgreementSnapshot.objects.filter(project=project).update(computed_at=timezone.now())
+    old = Vote.objects.filter(sample__project=project, round=0).first()
+    for _ in range(2):
+        VoteRevision.objects.create(
+            vote=old, choice="A", rationale="before", recorded_at=timezone.now()
+        )
+    assert dashboard_figures(project=project).stale_votes == 1
