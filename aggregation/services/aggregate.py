@@ -115,7 +115,7 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
 
 
 def _load_votes(queryset: Any) -> dict[str, np.ndarray]:
-    """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns)."""
+    """The votes as arrays (one value per column on PostgreSQL, see core.db.read_int_columns)."""
     coded = queryset.annotate(
         code=Case(
             *(When(choice=choice, then=Value(code)) for choice, code in CODES.items()),

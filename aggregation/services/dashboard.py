@@ -19,14 +19,15 @@ def _last_committed_vote_id() -> int:
     id than one already visible. A SHARE lock on the vote table, in a transaction of its own,
     waits for those transactions (and holds new votes back for as long as it takes to read the
     largest id). Inside a caller's transaction (the lock would last as long as it), or when the
-    lock cannot be had within a second, the largest visible id is used.
+    lock cannot be had within 0.2 s (votes queue behind a waiting lock), the largest visible id
+    is used.
     """
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return Vote.objects.aggregate(m=Max("id"))["m"] or 0
     table = connection.ops.quote_name(Vote._meta.db_table)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL lock_timeout = '1s'")
+            cursor.execute("SET LOCAL lock_timeout = '200ms'")
             cursor.execute(f"LOCK TABLE {table} IN SHARE MODE")
             cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
             return int(cursor.fetchone()[0])
