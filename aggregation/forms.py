@@ -73,10 +73,18 @@ class QueuePageForm(forms.Form):
     """The page of the review queue; a page that does not parse is the first."""
 
     page = forms.IntegerField(min_value=1, required=False)
+    after = forms.IntegerField(min_value=0, required=False)
+    before = forms.IntegerField(min_value=1, required=False)
 
     def number(self) -> int:
         """The page asked for, 1 when none or an invalid one was."""
         return (self.cleaned_data.get("page") if self.is_valid() else None) or 1
+
+    def keyset(self) -> dict[str, int | None]:
+        """The sample id the page starts after or ends before (both None: by page number)."""
+        if not self.is_valid():
+            return {"after": None, "before": None}
+        return {"after": self.cleaned_data.get("after"), "before": self.cleaned_data.get("before")}
 
 
 class AggregationStartForm(forms.Form):

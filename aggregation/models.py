@@ -36,8 +36,14 @@ class Provenance(models.TextChoices):
 class CriterionLabel(models.Model):
     """The aggregated label of one (sample, criterion), rebuilt by the aggregation job."""
 
-    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="labels")
-    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="labels")
+    # No index of their own: label_unique (sample, criterion) and label_criterion_outcome lead
+    # with them, and each index more is written for every label.
+    sample = models.ForeignKey(
+        Sample, on_delete=models.CASCADE, related_name="labels", db_index=False
+    )
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, related_name="labels", db_index=False
+    )
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
     preference = models.CharField(max_length=3, choices=Choice.choices, blank=True)
     votes_a = models.PositiveSmallIntegerField(default=0)
@@ -88,7 +94,21 @@ class CriterionLabel(models.Model):
                 name="label_kept_has_preference",
             ),
         ]
-        indexes = [models.Index(fields=["criterion", "outcome"], name="label_criterion_outcome")]
+        indexes = [
+            models.Index(fields=["criterion", "outcome"], name="label_criterion_outcome"),
+            # The review queue's semi-joins ("has a kept label", "has a label not kept
+            # unanimously") read these alone, in sample order, without the table.
+            models.Index(
+                fields=["sample"],
+                condition=models.Q(outcome__in=["kept_unanimous", "kept_majority_tie"]),
+                name="label_kept_sample",
+            ),
+            models.Index(
+                fields=["sample"],
+                condition=~models.Q(outcome="kept_unanimous"),
+                name="label_not_unanimous_sample",
+            ),
+        ]
 
     @property
     def is_kept(self) -> bool:
@@ -103,6 +123,15 @@ class AgreementSnapshot(models.Model):
     figures = models.JSONField(default=dict)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     computed_at = models.DateTimeField()
+    result = models.JSONField(
+        default=dict, help_text="The split's label counts as the last aggregation reported them."
+    )
+    inputs_state = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A digest of the project's votes, samples, slots and labels after the last "
+        "aggregation: while it holds, the next run reads no vote.",
+    )
 
     class Meta:
         ordering = ["project", "split", "-computed_at"]
@@ -249,3 +278,16 @@ class DatasetRow(models.Model):
             models.UniqueConstraint(fields=["version", "question_id"], name="row_unique_qid"),
         ]
         indexes = [models.Index(fields=["version", "split", "criterion"], name="row_filter")]
+
+
+class DashboardSnapshot(models.Model):
+    """The dashboard's figures over the votes up to ``upto_vote_id``, stored by the aggregation.
+
+    The dashboard adds what was voted since (votes with a larger id, read by primary-key range)
+    instead of counting every vote on every view; see aggregation.selectors.dashboard.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="+")
+    upto_vote_id = models.BigIntegerField()
+    figures = models.JSONField(default=dict)
+    computed_at = models.DateTimeField()

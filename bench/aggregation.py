@@ -9,7 +9,8 @@ COPY into a dedicated database ``bench_aggregation_<pid>``, created from the ser
 unless ``--keep``. Prints seconds for: PostgreSQL streaming the same vote rows out with
 ``COPY (SELECT ...) TO STDOUT`` (the floor any reader of the votes pays), the aggregation job
 (first run: every label created; second run: nothing changed; third run after 1% of the votes
-changed), reading the votes (binary COPY into NumPy), and the agreement statistics alone (point
+changed), two parts of a run (storing the dashboard's figures, the SQL digest of the inputs),
+reading the votes (one bytea per column into NumPy), and the agreement statistics alone (point
 estimates, then with the sample bootstrap), each also as a ratio to the COPY time.
 """
 
@@ -57,7 +58,7 @@ def build(args: argparse.Namespace) -> dict:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from annotation.models import Criterion, Sample, Vote
+    from annotation.models import Criterion, Sample, Slot, Vote
     from annotation.services.projects import member_add, project_create
 
     rng = np.random.default_rng(0)
@@ -134,6 +135,7 @@ def build(args: argparse.Namespace) -> dict:
             "rationale",
             "seconds",
             "shown_swapped",
+            "unsure",
             "created_at",
             "updated_at",
         ]
@@ -156,11 +158,23 @@ def build(args: argparse.Namespace) -> dict:
                             rationale,
                             20.0,
                             False,
+                            False,
                             now,
                             now,
                         )
 
         _copy_rows(raw, Vote._meta.db_table, vote_cols, vote_rows())
+
+        def slot_rows():
+            # Each sample's k slots held by the annotators who voted on it, done.
+            for i in range(n):
+                for a in range(k):
+                    yield (int(ids[i]), a + 1, int(user_ids[trio[i, a]]), now, None, now, False)
+
+        slot_cols = ["sample_id", "index", "annotator_id", "claimed_at", "lease_expires_at"]
+        slot_cols += ["completed_at", "swap_ab"]
+        _copy_rows(raw, Slot._meta.db_table, slot_cols, slot_rows())
+        cursor.execute(f"ANALYZE {Slot._meta.db_table}")
         cursor.execute(f"ANALYZE {Vote._meta.db_table}")
         cursor.execute(f"ANALYZE {Sample._meta.db_table}")
     n_votes = Vote.objects.count()
@@ -213,15 +227,34 @@ def timed_job(project, label: str, floor: float) -> dict:
 
 def time_parts(project, floor: float, n_boot: int) -> None:
     from aggregation.services import aggregate as svc
+    from aggregation.services.dashboard import (
+        dashboard_labels_refresh,
+        dashboard_snapshot_refresh,
+    )
     from annotation.models import Criterion
+    from core.db import without_jit
+
+    with without_jit():
+        start = time.perf_counter()
+        dashboard_snapshot_refresh(project=project)
+        dashboard_labels_refresh(project=project)
+        seconds = time.perf_counter() - start
+    name = "  of a run: storing the dashboard's figures"
+    print(f"{name:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
+    with without_jit():
+        start = time.perf_counter()
+        svc._votes_state(project, project.annotators_per_sample, {}, {})
+        svc._labels_state(project)
+        seconds = time.perf_counter() - start
+    name = "  of a run: the digest of the inputs (SQL)"
+    print(f"{name:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
 
     for split in ("open_ended", "reasoning"):
         criteria = list(Criterion.objects.filter(project=project, split=split).order_by("order"))
         criteria = [c for c in criteria if svc._formal_votes(project, split, [c]).exists()]
         start = time.perf_counter()
-        votes = svc._load_votes(
-            svc._formal_votes(project, split, criteria), svc._no_progress, 0, 0, split
-        )
+        with without_jit():  # as in the job
+            votes = svc._load_votes(svc._formal_votes(project, split, criteria))
         read = time.perf_counter() - start
         start = time.perf_counter()
         items = svc._label_items(votes, criteria, project.annotators_per_sample)
@@ -237,7 +270,7 @@ def time_parts(project, floor: float, n_boot: int) -> None:
         n = len(votes["id"])
         print(f"  {split}: {n:,} votes, {len(items.keys):,} items")
         for name, seconds in (
-            ("read votes (binary COPY into NumPy)", read),
+            ("read votes (one bytea per column into NumPy)", read),
             ("rule and digests per label", rule),
             ("agreement, point estimates", timings[0]),
             (f"agreement with bootstrap ({n_boot} replicates)", timings[n_boot]),

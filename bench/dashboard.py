@@ -5,10 +5,13 @@
 
 Builds N open-ended samples x 5 criteria x 3 formal votes (plus slots and aggregated labels) in
 a fresh project of the database named by DATABASE_URL (use a scratch database), then prints the
-seconds and the number of SQL queries of: the dashboard figures, one review-queue page, the
-queue counts and one item's next / previous. The project is deleted afterwards unless --keep;
---project times a project kept by an earlier run instead of building one (the study's design
-size, --samples 100000, takes minutes to build), --repeat times the dashboard R times.
+seconds and the number of SQL queries of: the dashboard figures with nothing stored, storing
+them (the aggregation job's part), the dashboard with the stored figures and again after 1% new
+votes, a review-queue page as the view reads it (counts, then rows: page 1 and by id in the
+middle), the queue counts and one item's next / previous. The project is deleted afterwards
+unless --keep; --project times a project kept by an earlier run instead of building one (the
+study's design size, --samples 100000, takes minutes to build), --repeat times the dashboard R
+times. Adding the new votes changes a kept project (a criterion "extra..." with 1% votes).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from aggregation.models import CriterionLabel, Outcome  # noqa: E402
+from aggregation.models import CriterionLabel, DashboardSnapshot, Outcome  # noqa: E402
 from aggregation.selectors.dashboard import dashboard_figures  # noqa: E402
 from aggregation.selectors.review_queue import (  # noqa: E402
     QueueFilters,
@@ -40,6 +43,10 @@ from aggregation.selectors.review_queue import (  # noqa: E402
     review_neighbours,
     review_page,
     review_queue,
+)
+from aggregation.services.dashboard import (  # noqa: E402
+    dashboard_labels_refresh,
+    dashboard_snapshot_refresh,
 )
 from annotation.models import Criterion, Project, Sample, Slot, Vote  # noqa: E402
 from annotation.services.projects import member_add, project_create  # noqa: E402
@@ -119,6 +126,34 @@ def build(n_samples: int, rng: random.Random) -> Project:
     return project
 
 
+def add_votes(project: Project, n: int, rng: random.Random) -> int:
+    """Votes cast after the stored figures: one more criterion on ``n`` samples, 3 votes each."""
+    users = list(User.objects.filter(username__startswith="bench-ann"))
+    extra = Criterion.objects.create(
+        project=project,
+        split="open_ended",
+        key=f"extra{int(time.time())}",
+        name="Extra",
+        order=99,
+        description="An extra criterion.",
+    )
+    samples = list(Sample.objects.filter(project=project).order_by("id")[:n])
+    votes = [
+        Vote(sample=s, criterion=extra, annotator=u, choice="A", rationale="r", seconds=10.0)
+        for s in samples
+        for u in rng.sample(users, 3)
+    ]
+    Vote.objects.bulk_create(votes, batch_size=BATCH)
+    return len(votes)
+
+
+def queue_view(filters: QueueFilters, after: int | None = None):
+    """What the review-queue page reads: the counts, then one page of rows (by id)."""
+    project = queue_view.project
+    counts = review_counts(project=project, filters=filters)
+    return review_page(project=project, filters=filters, counts=counts, after=after)
+
+
 def timed(label: str, fn) -> None:
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
@@ -151,17 +186,31 @@ def main() -> None:
         f" {n_votes:,} votes in {time.perf_counter() - start:.1f} s ({connection.vendor})"
     )
     middle = review_queue(project=project).values_list("id", flat=True)[n_samples // 4]
+    queue_view.project = project
     filters = QueueFilters(disagreements=True, unreviewed=True)
     try:
+        DashboardSnapshot.objects.filter(project=project).delete()
+        timed("dashboard figures, nothing stored", lambda: dashboard_figures(project=project))
+        timed(
+            "storing the figures (aggregation job)",
+            lambda: (
+                dashboard_snapshot_refresh(project=project),
+                dashboard_labels_refresh(project=project),
+            ),
+        )
         for _ in range(args.repeat):
             timed("dashboard figures", lambda: dashboard_figures(project=project))
+        added = add_votes(project, n_samples // 100, rng)
         timed(
-            "review queue page 1 (no filter)",
-            lambda: review_page(project=project, filters=QueueFilters()),
+            f"dashboard figures, {added:,} votes since",
+            lambda: dashboard_figures(project=project),
         )
-        timed(
-            "review queue page 1 (filtered)", lambda: review_page(project=project, filters=filters)
-        )
+        for name, queue_filters in (("no filter", QueueFilters()), ("filtered", filters)):
+            timed(f"review queue page 1 ({name})", lambda f=queue_filters: queue_view(f))
+            timed(
+                f"review queue page by id ({name})",
+                lambda f=queue_filters: queue_view(f, after=middle),
+            )
         timed("review counts", lambda: review_counts(project=project, filters=filters))
         timed(
             "next / previous of one item",

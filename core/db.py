@@ -131,9 +131,11 @@ _BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 def read_int_columns(queryset: Any, fields: Sequence[str]) -> dict[str, np.ndarray]:
     """The integer ``fields`` of every row of ``queryset`` as int64 arrays, one per field.
 
-    PostgreSQL streams them with ``COPY ... TO STDOUT (FORMAT binary)``: every row has the same
-    width, so NumPy reads the whole stream as one structured array without a Python object per
-    value. Elsewhere the rows come through ``values_list``. NULLs are not allowed.
+    PostgreSQL sends each column as one value: ``string_agg`` of the 8-byte big-endian form of
+    every row's value (all aggregates of one query see the rows in the same order), so NumPy
+    takes each column at once and nothing is done per row in Python (a COPY
+    costs a message, and a Python iteration, per row). Elsewhere the rows come through
+    ``values_list``. NULLs are not allowed.
     """
     if connection.vendor != "postgresql":
         rows = list(queryset.values_list(*fields))
@@ -145,30 +147,139 @@ def read_int_columns(queryset: Any, fields: Sequence[str]) -> dict[str, np.ndarr
         inner, params = queryset.values_list(*fields).query.sql_with_params()
     except EmptyResultSet:  # e.g. .none() or pk__in=[]
         return {f: np.zeros(0, np.int64) for f in fields}
-    casts = ", ".join(f"c{i}::int8" for i in range(len(fields)))
     names = ", ".join(f"c{i}" for i in range(len(fields)))
-    sql = f"COPY (SELECT {casts} FROM ({inner}) AS q ({names})) TO STDOUT (FORMAT binary)"
-    buffer = bytearray()
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.cursor.copy(sql, params) as copy,
-    ):
-        for block in copy:
-            buffer += block
-    return _parse_binary_int8(bytes(buffer), fields)
+    aggregates = ", ".join(
+        f"string_agg(int8send(c{i}::int8), ''::bytea), count(c{i})" for i in range(len(fields))
+    )
+    sql = f"SELECT count(*), {aggregates} FROM ({inner}) AS q ({names})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    n = row[0]
+    out = {}
+    for i, field in enumerate(fields):
+        data, present = row[1 + 2 * i], row[2 + 2 * i]
+        if present != n:
+            raise ValueError(f"{field} holds NULLs")
+        out[field] = np.frombuffer(data or b"", dtype=">i8").astype(np.int64)
+    return out
 
 
-def _parse_binary_int8(data: bytes, fields: Sequence[str]) -> dict[str, np.ndarray]:
-    if not data.startswith(_BINARY_SIGNATURE):
-        raise ValueError("not a PostgreSQL binary COPY stream")
-    extension = int.from_bytes(data[15:19], "big")
-    body = data[19 + extension : -2]  # the trailer is the field count -1
-    layout = [("n", ">i2")]
-    for i in range(len(fields)):
-        layout += [(f"l{i}", ">i4"), (f"v{i}", ">i8")]
-    rows = np.frombuffer(body, dtype=np.dtype(layout))
-    for i in range(len(fields)):
-        if len(rows) and (rows[f"l{i}"] != 8).any():
-            raise ValueError(f"{fields[i]} holds NULLs or is not an integer column")
-    return {f: rows[f"v{i}"].astype(np.int64) for i, f in enumerate(fields)}
+# --- Writing many integer rows at once ---------------------------------------------------------
+
+_ARRAY_HEADER = np.dtype(
+    [("ndim", ">i4"), ("flags", ">i4"), ("oid", ">i4"), ("n", ">i4"), ("lb", ">i4")]
+)
+_INT8_OID = 20
+
+
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray]  # values, and each row's start and stop in them
+
+
+def _binary_rows(columns: dict[str, np.ndarray], arrays: dict[str, Spans]) -> bytes:
+    """The rows of a binary COPY: int8 ``columns``, then int8[] ``arrays``.
+
+    Rows are grouped by their arrays' lengths (every row of a group has one width, so NumPy
+    lays a group out at once); the order of rows in the stream is not kept.
+    """
+    names = list(columns)
+    n_rows = len(columns[names[0]]) if names else len(next(iter(arrays.values()))[1])
+    lengths = np.zeros((n_rows, len(arrays)), np.int64)
+    for j, (_, starts, stops) in enumerate(arrays.values()):
+        lengths[:, j] = np.asarray(stops) - np.asarray(starts)
+    if not n_rows:
+        return b""
+    shapes, group = np.unique(lengths, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    parts = []
+    for g, shape in enumerate(shapes):
+        rows = np.flatnonzero(group == g)
+        layout: list[tuple] = [("fields", ">i2")]
+        for i in range(len(names)):
+            layout += [(f"cl{i}", ">i4"), (f"c{i}", ">i8")]
+        for j, size in enumerate(shape.tolist()):
+            layout += [(f"al{j}", ">i4"), (f"ah{j}", _ARRAY_HEADER)]
+            if size:
+                layout += [(f"av{j}", np.dtype([("l", ">i4"), ("v", ">i8")]), (size,))]
+        out = np.zeros(len(rows), dtype=np.dtype(layout))
+        out["fields"] = len(names) + len(shape)
+        for i, name in enumerate(names):
+            out[f"cl{i}"] = 8
+            out[f"c{i}"] = columns[name][rows]
+        for j, (values, starts, _) in enumerate(arrays.values()):
+            size = int(shape[j])
+            out[f"al{j}"] = 20 + 12 * size if size else 12
+            header = out[f"ah{j}"]
+            header["ndim"] = 1 if size else 0
+            header["oid"] = _INT8_OID
+            header["n"] = size
+            header["lb"] = 1
+            if size:
+                at = np.asarray(starts)[rows][:, None] + np.arange(size)[None, :]
+                out[f"av{j}"]["l"] = 8
+                out[f"av{j}"]["v"] = values[at]
+        data = out.tobytes()
+        if not all(shape):
+            # An empty array is written with ndim 0 and no dimension fields (12 bytes).
+            data = _drop_empty_dims(out, shape)
+        parts.append(data)
+    return b"".join(parts)
+
+
+def _drop_empty_dims(out: np.ndarray, shape: np.ndarray) -> bytes:
+    """Rows whose empty arrays carry no dimension fields: remove those 8 bytes per empty array."""
+    keep = np.ones(out.dtype.itemsize, bool)
+    for j, size in enumerate(shape.tolist()):
+        if not size:
+            offset = out.dtype.fields[f"ah{j}"][1] + 12
+            keep[offset : offset + 8] = False
+    raw = np.frombuffer(out.tobytes(), np.uint8).reshape(len(out), out.dtype.itemsize)
+    return raw[:, keep].tobytes()
+
+
+def temp_int_table(
+    name: str,
+    columns: dict[str, np.ndarray],
+    arrays: dict[str, Spans] | None = None,
+) -> None:
+    """A temporary table ``name`` (dropped at commit) filled from NumPy in one binary COPY.
+
+    ``columns`` become int8 columns; ``arrays`` int8[] columns, each given as its flat values
+    and per-row starts and stops (row i holds ``values[starts[i]:stops[i]]``). PostgreSQL
+    only; call inside a transaction.
+    """
+    arrays = arrays or {}
+    quote = connection.ops.quote_name
+    definition = [f"{quote(c)} int8 NOT NULL" for c in columns]
+    definition += [f"{quote(a)} int8[] NOT NULL" for a in arrays]
+    names = ", ".join(quote(c) for c in [*columns, *arrays])
+    body = _binary_rows(columns, arrays)
+    header = _BINARY_SIGNATURE + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        raw = cursor.cursor
+        raw.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+        raw.execute(f"CREATE TEMP TABLE {quote(name)} ({', '.join(definition)}) ON COMMIT DROP")
+        with raw.copy(f"COPY {quote(name)} ({names}) FROM STDIN (FORMAT binary)") as copy:
+            copy.write(header + body + b"\xff\xff")
+
+
+def without_jit() -> Any:
+    """Turn PostgreSQL's JIT off for this connection until the block ends.
+
+    The planner's cost estimates of the aggregation's large joins pass the JIT threshold, and
+    compiling them costs more than running them (a second per query, measured).
+    """
+    return _JitOff()
+
+
+class _JitOff:
+    def __enter__(self) -> None:
+        self.active = connection.vendor == "postgresql"
+        if self.active:
+            with connection.cursor() as cursor:
+                cursor.execute("SET jit = off")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active and connection.connection is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET jit")

@@ -34,8 +34,14 @@ from annotation.models import (
     Vote,
 )
 
-from ..models import AgreementSnapshot, CriterionLabel, Outcome, ReviewDecision
-from .activity import Throughput, throughput, votes_since
+from ..models import (
+    AgreementSnapshot,
+    CriterionLabel,
+    DashboardSnapshot,
+    Outcome,
+    ReviewDecision,
+)
+from .activity import Throughput, throughput, throughput_counts, votes_since
 
 STATISTICS = (
     ("cohen", "Cohen's κ (mean pairwise)"),
@@ -59,7 +65,19 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple]:
         return cursor.fetchall()
 
 
-def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
+def _id_bounds(upto: int | None, after: int | None = None) -> tuple[str, list[int]]:
+    """SQL (on ``v.id``) and parameters keeping the votes with ``after < id <= upto``."""
+    clause, params = "", []
+    if after is not None:
+        clause += " AND v.id > %s"
+        params.append(after)
+    if upto is not None:
+        clause += " AND v.id <= %s"
+        params.append(upto)
+    return clause, params
+
+
+def _sample_completion(project: Project, upto: int | None = None) -> dict[str, dict[int, int]]:
     """Per split, {number of criteria with the full k formal votes: number of samples with
     formal votes}, from one pass over the votes' unique index.
 
@@ -68,6 +86,7 @@ def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
     merge-joins the samples and streams the grouping without a hash table or a sort.
     """
     vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
+    bounds, bound_params = _id_bounds(upto)
     # The split rides along as MIN(s.split) (one value per sample) so that no second join
     # to the samples is needed once the votes are grouped.
     sql = f"""
@@ -78,6 +97,7 @@ def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
                 SELECT v.sample_id, v.criterion_id, MIN(s.split) AS split, COUNT(*) AS n
                 FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
                 WHERE v.round = %s AND s.project_id = %s AND s.is_seed = %s AND s.status = %s
+                      {bounds}
                 GROUP BY v.sample_id, v.criterion_id
             ) per_crit
             GROUP BY per_crit.sample_id
@@ -90,6 +110,7 @@ def _sample_completion(project: Project) -> dict[str, dict[int, int]]:
         project.pk,
         False,
         SampleStatus.ACTIVE,
+        *bound_params,
     ]
     out: dict[str, dict[int, int]] = {}
     for split, full_n, n in _fetch(sql, params):
@@ -145,9 +166,12 @@ class Dashboard:
 _VOTE_COUNTS = ("done", "ties", "today")
 
 
-def _per_annotator_pg(project: Project, today: datetime) -> dict[int, dict[str, Any]]:
+def _per_annotator_pg(
+    project: Project, today: datetime, upto: int | None = None, after: int | None = None
+) -> dict[int, dict[str, Any]]:
     """The PostgreSQL form of ``_per_annotator``: grouped by annotator id alone, so the sort
-    that PERCENTILE_CONT needs carries no username, which is joined to the nine-odd rows after."""
+    that PERCENTILE_CONT needs carries no username, which is joined to the nine-odd rows after.
+    ``upto`` / ``after`` keep the votes of that id range."""
     vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
     user_t = Vote._meta.get_field("annotator").related_model._meta.db_table
     columns, params = [], []
@@ -158,16 +182,18 @@ def _per_annotator_pg(project: Project, today: datetime) -> dict[int, dict[str, 
             f"COUNT(*) FILTER (WHERE s.split = %s AND v.created_at >= %s) AS today_{value}",
         ]
         params += [value, value, Choice.TIE, value, today]
+    bounds, bound_params = _id_bounds(upto, after)
     sql = f"""
         SELECT u.username, per_annotator.* FROM (
             SELECT v.annotator_id, {", ".join(columns)},
                    PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY v.seconds) AS median
             FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
             WHERE s.project_id = %s AND s.is_seed = %s AND s.status = %s AND v.round = %s
+                  {bounds}
             GROUP BY v.annotator_id
         ) per_annotator JOIN {user_t} u ON u.id = per_annotator.annotator_id
     """
-    params += [project.pk, False, SampleStatus.ACTIVE, Vote.FORMAL_ROUND]
+    params += [project.pk, False, SampleStatus.ACTIVE, Vote.FORMAL_ROUND, *bound_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         names = [col[0] for col in cursor.description]
@@ -202,6 +228,11 @@ def _per_annotator(project: Project, votes: Any, today: datetime) -> dict[int, d
             seconds.setdefault(annotator_id, []).append(value)
         for annotator_id, row in rows.items():
             row["median"] = statistics.median(seconds[annotator_id])
+    return _with_totals(rows)
+
+
+def _with_totals(rows: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Add each annotator's counts over all splits (``done``, ``ties``, ``today``)."""
     for row in rows.values():
         for key in _VOTE_COUNTS:
             row[key] = sum(row[f"{key}_{value}"] for value, _ in Split.choices)
@@ -237,7 +268,10 @@ def _formal_votes(project: Project) -> Any:
 
 
 def split_progress(
-    project: Project, n_crit: dict[str, int], split_votes: dict[str, dict[str, int]]
+    project: Project,
+    n_crit: dict[str, int],
+    split_votes: dict[str, dict[str, int]],
+    completion: dict[str, dict[int, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per split with samples or criteria: samples complete, in progress, untouched; votes."""
     k = project.annotators_per_sample
@@ -247,7 +281,8 @@ def split_progress(
     sample_counts = dict(
         formal_samples.values("split").annotate(n=Count("id")).order_by().values_list("split", "n")
     )
-    completion = _sample_completion(project)
+    if completion is None:
+        completion = _sample_completion(project)
     splits: list[dict[str, Any]] = []
     for value, label in Split.choices:
         total = sample_counts.get(value, 0)
@@ -415,12 +450,147 @@ def annotator_figures(
     return annotators
 
 
+def vote_figures_compute(project: Project, upto: int) -> dict[str, Any]:
+    """The figures counted over every formal vote with id <= ``upto`` (PostgreSQL), as JSON.
+
+    What DashboardSnapshot stores: per annotator the vote, tie and today counts per split and
+    the median seconds; per split the samples by number of complete criteria; the votes per day
+    of the throughput window. The dashboard adds the votes since (:func:`_vote_figures`).
+    """
+    rows = _per_annotator_pg(project, _start_of_today(), upto=upto)
+    return {
+        "date": timezone.localdate().isoformat(),
+        "annotators": {str(uid): row for uid, row in rows.items()},
+        "completion": {
+            split: {str(full): n for full, n in counts.items()}
+            for split, counts in _sample_completion(project, upto=upto).items()
+        },
+        "days": throughput_counts(project=project, upto=upto),
+    }
+
+
+def _completion_since(project: Project, after: int) -> list[tuple[str, bool, int, int, int]]:
+    """The samples voted on since vote ``after``: per (split, had votes before, complete
+    criteria before, complete criteria now), how many; read for those samples alone."""
+    vote_t, sample_t = Vote._meta.db_table, Sample._meta.db_table
+    k = project.annotators_per_sample
+    sql = f"""
+        SELECT split, has_old, full_old, full_new, COUNT(*) FROM (
+            SELECT per_crit.sample_id, MIN(per_crit.split) AS split,
+                   SUM(per_crit.n_old) > 0 AS has_old,
+                   SUM(CASE WHEN per_crit.n_old >= %s THEN 1 ELSE 0 END) AS full_old,
+                   SUM(CASE WHEN per_crit.n >= %s THEN 1 ELSE 0 END) AS full_new
+            FROM (
+                SELECT v.sample_id, v.criterion_id, MIN(s.split) AS split, COUNT(*) AS n,
+                       COUNT(*) FILTER (WHERE v.id <= %s) AS n_old
+                FROM {vote_t} v JOIN {sample_t} s ON s.id = v.sample_id
+                WHERE v.round = %s AND s.project_id = %s AND s.is_seed = %s AND s.status = %s
+                  AND v.sample_id IN (
+                      SELECT n.sample_id FROM {vote_t} n WHERE n.id > %s AND n.round = %s
+                  )
+                GROUP BY v.sample_id, v.criterion_id
+            ) per_crit
+            GROUP BY per_crit.sample_id
+        ) per_sample
+        GROUP BY split, has_old, full_old, full_new
+    """
+    params = [k, k, after, Vote.FORMAL_ROUND, project.pk, False, SampleStatus.ACTIVE]
+    params += [after, Vote.FORMAL_ROUND]
+    return _fetch(sql, params)
+
+
+def _merge_annotators(
+    stored: dict[str, Any], since: dict[int, dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """Stored per-annotator counts plus the votes since; "today" only if stored today."""
+    same_day = stored.get("date") == timezone.localdate().isoformat()
+    rows: dict[int, dict[str, Any]] = {}
+    for uid, row in stored.get("annotators", {}).items():
+        row = dict(row)
+        if not same_day:
+            for value, _ in Split.choices:
+                row[f"today_{value}"] = 0
+        rows[int(uid)] = row
+    for uid, new in since.items():
+        row = rows.get(uid)
+        if row is None:
+            rows[uid] = dict(new)
+            continue
+        for value, _ in Split.choices:
+            for key in _VOTE_COUNTS:
+                row[f"{key}_{value}"] += new[f"{key}_{value}"]
+        row["annotator__username"] = new["annotator__username"]
+    return _with_totals(rows)
+
+
+def _merge_completion(
+    stored: dict[str, Any], since: list[tuple[str, bool, int, int, int]]
+) -> dict[str, dict[int, int]]:
+    """Stored samples by complete criteria, with the samples voted on since moved over."""
+    out = {
+        split: {int(full): n for full, n in counts.items()}
+        for split, counts in stored.get("completion", {}).items()
+    }
+    for split, has_old, full_old, full_new, n in since:
+        counts = out.setdefault(split, {})
+        if has_old:
+            counts[int(full_old)] = counts.get(int(full_old), 0) - int(n)
+        counts[int(full_new)] = counts.get(int(full_new), 0) + int(n)
+    return out
+
+
+@dataclass
+class _VoteFigures:
+    per_annotator: dict[int, dict[str, Any]]
+    completion: dict[str, dict[int, int]] | None
+    throughput: Throughput
+    upto: int | None = None  # the last vote id of the stored figures (None: nothing stored)
+    stored_at: datetime | None = None  # when that id was the last one
+
+
+def _vote_figures(project: Project) -> _VoteFigures:
+    """The vote counts: stored figures plus the votes since, or every vote when none is stored.
+
+    Votes deleted, revised or moved out (a retired sample) after the stored figures show from
+    the next aggregation, which stores them again.
+    """
+    stored = None
+    if connection.vendor == "postgresql":
+        stored = DashboardSnapshot.objects.filter(project=project).first()
+    if stored is None:
+        per_annotator = _per_annotator(project, _formal_votes(project), _start_of_today())
+        return _VoteFigures(per_annotator, None, throughput(project=project))
+    upto = stored.upto_vote_id
+    since = _per_annotator_pg(project, _start_of_today(), after=upto)
+    return _VoteFigures(
+        per_annotator=_merge_annotators(stored.figures, since),
+        completion=_merge_completion(stored.figures, _completion_since(project, upto)),
+        throughput=throughput(project=project, base=stored.figures.get("days"), after=upto),
+        upto=upto,
+        stored_at=stored.computed_at,
+    )
+
+
+def _stale_votes(project: Project, oldest: datetime | None, votes: _VoteFigures) -> int:
+    """Votes cast or revised since the oldest agreement snapshot (0 when there is none)."""
+    if oldest is None:
+        return 0
+    # The stored figures' votes were all cast before ``oldest`` when stored before it.
+    known = votes.stored_at is not None and votes.stored_at <= oldest
+    return votes_since(project=project, since=oldest, after_id=votes.upto if known else None)
+
+
 def dashboard_figures(*, project: Project) -> Dashboard:
-    """Every number the dashboard shows, in a constant number of queries."""
+    """Every number the dashboard shows, in a constant number of queries.
+
+    On PostgreSQL the vote counts come from the figures the aggregation stored
+    (DashboardSnapshot) plus the votes cast since, read by primary-key range.
+    """
     criteria = list(Criterion.objects.filter(project=project).order_by("split", "order", "key"))
     n_crit = _criteria_per_split(criteria)
-    per_annotator = _per_annotator(project, _formal_votes(project), _start_of_today())
-    splits = split_progress(project, n_crit, _split_votes(per_annotator))
+    votes = _vote_figures(project)
+    per_annotator = votes.per_annotator
+    splits = split_progress(project, n_crit, _split_votes(per_annotator), votes.completion)
     snapshots = {
         s.split: s for s in AgreementSnapshot.objects.filter(project=project).order_by("split")
     }
@@ -444,28 +614,59 @@ def dashboard_figures(*, project: Project) -> Dashboard:
         tie_cap=float(project.tie_cap),
         computed_at=computed_at,
         oldest_computed_at=oldest,
-        stale_votes=votes_since(project=project, since=oldest) if oldest else 0,
-        throughput=throughput(project=project),
+        stale_votes=_stale_votes(project, oldest, votes),
+        throughput=votes.throughput,
     )
 
 
-def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
-    """Per split with labels: outcomes, kept and exportable labels, conflicts, A/B balance."""
+def _labels(project: Project) -> Any:
     labels = CriterionLabel.objects.filter(
         sample__project=project, sample__status=SampleStatus.ACTIVE
     )
     if not project.export_includes_seeds:
         labels = labels.filter(sample__is_seed=False)
+    return labels
+
+
+def label_figures_compute(project: Project) -> dict[str, Any]:
+    """The label counts the results table is made of, as JSON (what DashboardSnapshot stores).
+
+    Labels change only when the aggregation writes them, so it stores these after each run.
+    """
+    rows = (
+        _labels(project)
+        .values("sample__split", "criterion_id", "outcome", "preference")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {
+        "include_seeds": project.export_includes_seeds,
+        "rows": list(rows),
+        "per_sample": _label_sample_figures(project),
+    }
+
+
+def _label_figures(project: Project) -> dict[str, Any]:
+    """The stored label counts when they were stored for the project's seed setting, else now."""
+    if connection.vendor == "postgresql":
+        stored = (
+            DashboardSnapshot.objects.filter(project=project)
+            .values_list("figures__labels", flat=True)
+            .first()
+        )
+        if stored and stored.get("include_seeds") == project.export_includes_seeds:
+            return stored
+    return label_figures_compute(project)
+
+
+def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str, Any]]:
+    """Per split with labels: outcomes, kept and exportable labels, conflicts, A/B balance."""
+    stored = _label_figures(project)
     # One grouped pass gives both the outcomes per split and the A/B balance per criterion.
     by_outcome: dict[str, dict[str, int]] = {}
     balance: dict[int, dict[str, int]] = {}
     kept_outcomes = {o.value for o in Outcome.kept()}
-    rows = (
-        labels.values("sample__split", "criterion_id", "outcome", "preference")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for r in rows:
+    for r in stored["rows"]:
         split_outcomes = by_outcome.setdefault(r["sample__split"], {})
         split_outcomes[r["outcome"]] = split_outcomes.get(r["outcome"], 0) + r["n"]
         if r["outcome"] in kept_outcomes and r["preference"] in (Choice.A, Choice.B):
@@ -490,7 +691,7 @@ def label_results(project: Project, criteria: list[Criterion]) -> list[dict[str,
         .annotate(n=Count("id"))
         .values_list("sample__split", "n")
     )
-    per_sample = _label_sample_figures(project)
+    per_sample = stored["per_sample"]
     out = []
     for value, label in Split.choices:
         outcomes = by_outcome.get(value, {})

@@ -64,10 +64,6 @@ class PanelAudit:
         return self.panel_items > 0
 
 
-def _quiet(*args: Any, **kwargs: Any) -> None:
-    return None
-
-
 def _number(value: Any) -> float | None:
     value = float(value)
     return None if np.isnan(value) else value
@@ -116,7 +112,7 @@ def panel_audit_figures(*, project: Project, n_boot: int = 1000, seed: int = 0) 
         queryset = counted_formal_votes(
             project, split, [c for c in criteria if c.split == split]
         ).filter(sample_id__in=audit_list)
-        parts.append(load_votes(queryset, _quiet, 0, 0, ""))
+        parts.append(load_votes(queryset))
     vote_id = np.concatenate([p["id"] for p in parts])
     table_sample = np.concatenate([p["sample"] for p in parts])
     table_crit = np.concatenate([p["crit"] for p in parts])

@@ -141,19 +141,38 @@ def review_neighbours(*, queue: QuerySet[Sample], sample_id: int) -> dict[str, A
 
 
 def review_page(
-    *, project: Project, filters: QueueFilters, page: int = 1, per_page: int = PAGE_SIZE
+    *,
+    project: Project,
+    filters: QueueFilters,
+    page: int = 1,
+    per_page: int = PAGE_SIZE,
+    after: int | None = None,
+    before: int | None = None,
+    counts: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """One page of the queue with each sample's labels and review state (fixed query count)."""
+    """One page of the queue with each sample's labels and review state (fixed query count).
+
+    ``after`` / ``before`` (the last id of the page before, the first of the page after) read
+    the page by id, whatever its number; without them the page is found by its number.
+    ``counts`` (from :func:`review_counts` with the same filters) saves counting the queue.
+    """
     queue = review_queue(project=project, filters=filters)
-    total = queue.count()
+    if counts is None:
+        total = queue.count()
+    else:
+        total = counts["left"] if filters.unreviewed else counts["total"]
     pages = max(1, (total + per_page - 1) // per_page)
     page = max(1, min(page, pages))
-    samples = list(
-        queue.annotate(
-            n_flags=Count("problem_reports", distinct=True),
-            is_reviewed=Exists(SampleReview.objects.filter(sample=OuterRef("pk"))),
-        )[(page - 1) * per_page : page * per_page]
+    annotated = queue.annotate(
+        n_flags=Count("problem_reports", distinct=True),
+        is_reviewed=Exists(SampleReview.objects.filter(sample=OuterRef("pk"))),
     )
+    if after is not None:
+        samples = list(annotated.filter(id__gt=after)[:per_page])
+    elif before is not None:
+        samples = list(annotated.filter(id__lt=before).order_by("-id")[:per_page])[::-1]
+    else:
+        samples = list(annotated[(page - 1) * per_page : page * per_page])
     by_sample: dict[int, list[CriterionLabel]] = {s.pk: [] for s in samples}
     labels = (
         labels_with_review_state(project=project)
@@ -168,7 +187,14 @@ def review_page(
         )
         by_sample[lab.sample_id].append(lab)
     rows = [{"sample": s, "labels": by_sample[s.pk]} for s in samples]
-    return {"rows": rows, "page": page, "pages": pages, "total": total}
+    return {
+        "rows": rows,
+        "page": page,
+        "pages": pages,
+        "total": total,
+        "first_id": samples[0].pk if samples else None,
+        "last_id": samples[-1].pk if samples else None,
+    }
 
 
 def review_item(*, project: Project, sample_id: int) -> dict[str, Any]:

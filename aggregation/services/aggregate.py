@@ -10,6 +10,13 @@ new votes updates just the labels whose votes changed. Labels whose votes have g
 sample, a deleted vote) are removed. Aggregations of one project are serialised with a
 PostgreSQL advisory lock, so two jobs never interleave their writes.
 
+On PostgreSQL a run first computes, in one query, a digest of everything the labels are made
+from (:func:`_votes_state`); when it equals the one stored with the snapshots by the last run,
+nothing is read or written but the snapshots' time. Votes are read as one value per column (see
+core.db.read_int_columns), labels written by one binary COPY into a temporary table and one
+INSERT / UPDATE (:func:`_copy_labels`; the columns' SQL is in ``_LABEL_SQL``), and the
+dashboard's vote and label counts are stored for it (aggregation.services.dashboard).
+
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
 
 Graded and pointwise projects: the rule reads each vote's derived pairwise choice, as for a
@@ -30,7 +37,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Case, Exists, IntegerField, OuterRef, Value, When
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -41,6 +48,7 @@ from annotation.models import (
     LabelScale,
     PanelLabel,
     Project,
+    ProjectMember,
     RoutingPolicy,
     Sample,
     SampleStatus,
@@ -49,13 +57,21 @@ from annotation.models import (
     Vote,
 )
 from annotation.splits import split_label
-from core.db import JsonText, insert_rows, read_int_columns, update_rows
+from core.db import (
+    JsonText,
+    insert_rows,
+    read_int_columns,
+    temp_int_table,
+    update_rows,
+    without_jit,
+)
 from core.jobs import job_create, job_enqueue
 from core.models import Job
 from core.text import counted
 
 from .. import agreement, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
+from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
 
 Progress = Callable[..., None]
@@ -108,15 +124,8 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
     )
 
 
-def _load_votes(
-    queryset: Any,
-    progress: Progress,
-    done: int,
-    total: int,
-    label: str,
-    scale: str = LabelScale.PAIRWISE,
-) -> dict[str, np.ndarray]:
-    """The votes as arrays (COPY in binary on PostgreSQL, see core.db.read_int_columns).
+def _load_votes(queryset: Any, scale: str = LabelScale.PAIRWISE) -> dict[str, np.ndarray]:
+    """The votes as arrays (one value per column on PostgreSQL, see core.db.read_int_columns).
 
     Graded and pointwise projects also read each vote's grade or scores (``_scale_columns``).
     """
@@ -134,8 +143,6 @@ def _load_votes(
     )
     if (columns["code"] < 0).any():
         raise ValueError("a formal vote has a choice outside A, B and tie")
-    n = len(columns["id"])
-    progress(done + n, total, f"{label}: read {counted(n, 'vote')}")
     return {
         "id": columns["id"],
         "sample": columns["sample_id"],
@@ -475,25 +482,112 @@ def _write_labels(
     stale = stored["id"][~matched].tolist()
     changed_at = matched.copy()
     changed_at[matched] = items.digest[at[matched]] != stored["vote_digest"][matched]
-    changed = list(zip(stored["id"][changed_at].tolist(), at[changed_at].tolist(), strict=True))
+    changed_pk = stored["id"][changed_at]
+    changed_item = at[changed_at]
     has_label = np.zeros(len(items.keys), bool)
     has_label[at[matched]] = True
-    created = np.flatnonzero(~has_label).tolist()
+    created = np.flatnonzero(~has_label)
     for start in range(0, len(stale), 5000):
         CriterionLabel.objects.filter(pk__in=stale[start : start + 5000]).delete()
     job_id = job.pk if job else None
-    update_rows(
-        CriterionLabel,
-        _COLUMNS[2:],
-        ((pk, items.values(i, job_id, now)[2:]) for pk, i in changed),
-    )
-    insert_rows(CriterionLabel, _COLUMNS, (items.values(i, job_id, now) for i in created))
+    if connection.vendor == "postgresql" and items.scaled is None:
+        # Pairwise labels are all integers: the fast path. Graded and pointwise labels carry
+        # floats and a JSON soft label and take the row-by-row COPY below.
+        _copy_labels(items, changed_pk, changed_item, created, job_id, now)
+    else:
+        update_rows(
+            CriterionLabel,
+            _COLUMNS[2:],
+            (
+                (pk, items.values(i, job_id, now)[2:])
+                for pk, i in zip(changed_pk.tolist(), changed_item.tolist(), strict=True)
+            ),
+        )
+        insert_rows(
+            CriterionLabel, _COLUMNS, (items.values(i, job_id, now) for i in created.tolist())
+        )
     return {
         "created": len(created),
-        "updated": len(changed),
+        "updated": len(changed_pk),
         "deleted": len(stale),
-        "unchanged": len(items.keys) - len(created) - len(changed),
+        "unchanged": len(items.keys) - len(created) - len(changed_pk),
     }
+
+
+# How each label column is computed from the temporary table of _copy_labels (PostgreSQL).
+_LABEL_SQL = {
+    "sample_id": "u.sample_id",
+    "criterion_id": "u.criterion_id",
+    "outcome": "(%(outcomes)s::text[])[u.outcome + 1]",
+    "preference": "(%(preferences)s::text[])[u.preference + 2]",
+    "votes_a": "u.votes_a",
+    "votes_b": "u.votes_b",
+    "votes_tie": "u.votes_tie",
+    "vote_ids": "to_jsonb(u.vote_ids)",
+    "vote_digest": "u.vote_digest",
+    "provenance": "(%(provenances)s::text[])[u.provenance + 1]",
+    "job_id": "%(job)s",
+    "computed_at": "%(now)s",
+}
+
+
+def _copy_labels(
+    items: _Items,
+    changed_pk: np.ndarray,
+    changed_item: np.ndarray,
+    created: np.ndarray,
+    job_id: int | None,
+    now: Any,
+) -> None:
+    """Write labels from arrays: one binary COPY into a temporary table, one UPDATE, one INSERT."""
+    rows = np.concatenate([changed_item, created]).astype(np.int64)
+    if not len(rows):
+        return
+    pk = np.concatenate([changed_pk, np.zeros(len(created), np.int64)])
+    temp_int_table(
+        "aggregation_label_rows",
+        {
+            "pk": pk,
+            "sample_id": items.sample[rows],
+            "criterion_id": items.crit_id[rows],
+            "outcome": items.outcome[rows].astype(np.int64),
+            "preference": items.preference[rows].astype(np.int64),
+            "votes_a": items.counts[rows, 0],
+            "votes_b": items.counts[rows, 1],
+            "votes_tie": items.counts[rows, 2],
+            "vote_digest": items.digest[rows],
+            "provenance": (
+                items.provenance[rows].astype(np.int64)
+                if items.provenance is not None
+                else np.zeros(len(rows), np.int64)
+            ),
+        },
+        {"vote_ids": (items._ids_sorted, items._bounds[rows], items._bounds[rows + 1])},
+    )
+    table = connection.ops.quote_name(CriterionLabel._meta.db_table)
+    columns = {CriterionLabel._meta.get_field(f).column: sql for f, sql in _LABEL_SQL.items()}
+    params = {
+        "outcomes": list(rules.OUTCOMES),
+        "preferences": [rules.PREFERENCES[c] for c in sorted(rules.PREFERENCES)],
+        "provenances": list(rules.PROVENANCES),
+        "job": job_id,
+        "now": now,
+    }
+    with connection.cursor() as cursor:
+        if len(changed_pk):
+            assignments = ", ".join(f"{c} = {sql}" for c, sql in list(columns.items())[2:])
+            cursor.execute(
+                f"UPDATE {table} SET {assignments} FROM aggregation_label_rows u "
+                f"WHERE {table}.id = u.pk AND u.pk <> 0",
+                params,
+            )
+        if len(created):
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) "
+                f"SELECT {', '.join(columns.values())} FROM aggregation_label_rows u "
+                f"WHERE u.pk = 0",
+                params,
+            )
 
 
 _COLUMNS = (
@@ -516,6 +610,190 @@ _COLUMNS = (
 )
 
 
+def _votes_state(project: Project, k: int, criteria: dict[str, list], options: dict) -> str:
+    """A digest of everything labels and figures are made from, computed in SQL in one query.
+
+    Counts, hash sums and latest changes of the project's formal votes, samples, slots and
+    members' usernames and the judge panel's labels, plus k, the label scale, the early
+    stopping and routing settings, the criteria and the options: any change to an input changes
+    it, and it costs one pass over the project's rows without sending any of them.
+    """
+    if connection.vendor != "postgresql":
+        return ""
+    tables = {
+        "vote": Vote._meta.db_table,
+        "sample": Sample._meta.db_table,
+        "slot": Slot._meta.db_table,
+        "member": ProjectMember._meta.db_table,
+        "user": get_user_model()._meta.db_table,
+        "panel": PanelLabel._meta.db_table,
+    }
+    sql = """
+        SELECT
+          (SELECT concat_ws(':', count(*), sum(hashint8(v.id) # hashtext(
+                              concat_ws(':', v.choice, v.grade, v.score_a, v.score_b))),
+                            max(v.updated_at))
+             FROM {vote} v JOIN {sample} s ON s.id = v.sample_id
+            WHERE s.project_id = %(p)s AND v.round = 0),
+          (SELECT concat_ws(':', count(*),
+                            sum(hashtext(concat_ws(':', s.id, s.split, s.status, s.is_seed))),
+                            max(s.updated_at))
+             FROM {sample} s WHERE s.project_id = %(p)s),
+          (SELECT concat_ws(':', count(*),
+                            sum(hashint8(l.sample_id) # hashint8(coalesce(l.annotator_id, 0))))
+             FROM {slot} l JOIN {sample} s ON s.id = l.sample_id WHERE s.project_id = %(p)s),
+          (SELECT concat_ws(':', count(*), sum(hashtext(concat_ws(':', u.id, u.username))))
+             FROM {member} m JOIN {user} u ON u.id = m.user_id WHERE m.project_id = %(p)s),
+          (SELECT concat_ws(':', count(*),
+                            sum(hashtext(concat_ws(':', pl.sample_id, pl.criterion_id,
+                                                   pl.choice, pl.routable))),
+                            max(pl.created_at))
+             FROM {panel} pl JOIN {sample} s ON s.id = pl.sample_id
+            WHERE s.project_id = %(p)s)
+    """.format(**{key: connection.ops.quote_name(t) for key, t in tables.items()})
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"p": project.pk})
+        row = cursor.fetchone()
+    text = json.dumps(
+        {
+            "rows": [str(v) for v in row],
+            "k": k,
+            "scale": project.label_scale,
+            "policy": policy_settings(project),
+            "criteria": {s: [(c.pk, c.key) for c in cs] for s, cs in criteria.items()},
+            "options": options,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _labels_state(project: Project) -> str:
+    """The project's stored labels in brief (count and digest sum), to see them left as written."""
+    if connection.vendor != "postgresql":
+        return ""
+    row = CriterionLabel.objects.filter(sample__project=project).aggregate(
+        n=Count("id"), digest=Sum("vote_digest")
+    )
+    return f"{row['n']}:{row['digest']}"
+
+
+def _unchanged_run(
+    snapshots: dict[str, AgreementSnapshot], job: Job | None, progress: Progress
+) -> dict[str, Any]:
+    """Nothing changed since the last run: keep every label and figure, stamp the snapshots."""
+    total = sum(snapshot.result["votes"] for snapshot in snapshots.values())
+    progress(0, total, "votes unchanged since the last aggregation")
+    now = timezone.now()
+    # The time says when the split was last aggregated (the revision window locks votes
+    # aggregated since their last change).
+    AgreementSnapshot.objects.filter(pk__in=[s.pk for s in snapshots.values()]).update(
+        job=job, computed_at=now
+    )
+    out: dict[str, Any] = {"splits": {}}
+    for split, snapshot in snapshots.items():
+        result = dict(snapshot.result)
+        out["splits"][split] = {
+            **result,
+            "agreement": "unchanged",
+            "created": 0,
+            "updated": 0,
+            "deleted": 0,
+            "unchanged": result["labels"],
+        }
+    progress(total, total, "done")
+    return out
+
+
+def _aggregate_split(
+    *,
+    project: Project,
+    split: str,
+    criteria: list[Criterion],
+    votes: dict[str, np.ndarray],
+    k: int,
+    options: dict[str, Any],
+    snapshot: AgreementSnapshot | None,
+    job: Job | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Labels and agreement figures of one split from its votes; returns the split's summary."""
+    label = split_label(split)
+    progress(f"{label}: labels and agreement")
+    items = _label_items(votes, criteria, k)
+    policy = _policy(project, split, criteria, items)
+    _apply_policy(items, policy, k)
+    names = _rater_names(votes)
+    scale_inputs = ordinal_inputs_digest(
+        project=project, votes=_formal_votes(project, split, criteria)
+    )
+    scope = {"policy": policy.digest_key(items)} if policy.on else {}
+    inputs = _inputs_digest(votes, criteria, k, names, {**options, "scale": scale_inputs, **scope})
+    unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
+    now = timezone.now()
+    figures = None
+    if not unchanged:
+        figures = _agreement(votes, items, criteria, k, names, **options)
+        if policy.on:
+            figures = agreement.audit_scoped(
+                figures, _audit_figures(votes, items, policy, criteria, k, names, options)
+            )
+            figures["policy"] = policy.settings
+        ordinal = ordinal_snapshot_figures(
+            project=project, votes=_formal_votes(project, split, criteria), **options
+        )
+        if ordinal is not None:
+            figures["ordinal"] = ordinal
+        figures = {
+            "split": split,
+            **figures,
+            "computed_at": now.isoformat(),
+            "inputs_digest": inputs,
+        }
+    progress(f"{label}: writing labels")
+    summary = _split_summary(votes, items)
+    with transaction.atomic():
+        writes = _write_labels(
+            project=project, split=split, criteria=criteria, items=items, job=job, now=now
+        )
+        if figures is not None:
+            AgreementSnapshot.objects.update_or_create(
+                project=project,
+                split=split,
+                defaults={
+                    "figures": figures,
+                    "job": job,
+                    "computed_at": now,
+                    "result": summary,
+                    "inputs_state": "",
+                },
+            )
+        else:
+            # The figures stand; the time says when the split was last aggregated (the
+            # revision window locks votes aggregated since their last change).
+            AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
+                job=job, computed_at=now, result=summary, inputs_state=""
+            )
+    return {**summary, "agreement": "unchanged" if unchanged else "computed", **writes}
+
+
+def _split_summary(votes: dict[str, np.ndarray], items: _Items) -> dict[str, Any]:
+    """Label counts by outcome and the samples kept, as the job's result reports them."""
+    unique_samples, position = np.unique(items.sample, return_inverse=True)
+    n_samples = len(unique_samples)
+    kept_samples = int(rules.samples_kept(position, items.outcome, n_samples).sum())
+    by_outcome = np.bincount(items.outcome, minlength=len(rules.OUTCOMES))
+    return {
+        "votes": len(votes["id"]),
+        "labels": len(items.keys),
+        "outcomes": {o: int(n) for o, n in zip(rules.OUTCOMES, by_outcome, strict=True)},
+        "provenance": _provenance_counts(items),
+        "kept": int(by_outcome[list(rules.KEPT)].sum()),
+        "samples": n_samples,
+        "samples_kept": kept_samples,
+    }
+
+
 def project_aggregate(
     *,
     project: Project,
@@ -529,7 +807,8 @@ def project_aggregate(
     """Aggregate the formal votes of a project (or one split) into labels and agreement figures.
 
     Returns a JSON-serialisable summary per split (label counts by outcome, rows created /
-    updated / deleted / unchanged, kept samples) plus a one-line ``summary``.
+    updated / deleted / unchanged, kept samples) plus a one-line ``summary``. When nothing the
+    labels are made from changed since the last run (see :func:`_votes_state`), no vote is read.
     """
     progress = progress or _no_progress
     if split is not None and split not in Split.values:
@@ -541,91 +820,29 @@ def project_aggregate(
         for s in splits
     }
     splits = [s for s in splits if criteria_by_split[s]]
-    total = sum(_formal_votes(project, s, criteria_by_split[s]).count() for s in splits)
-    progress(0, total, "reading votes")
-    done = 0
-    out: dict[str, Any] = {"splits": {}}
-    with _project_lock(project):
-        for s in splits:
-            criteria = criteria_by_split[s]
-            label = split_label(s)
-            votes = _load_votes(
-                _formal_votes(project, s, criteria),
-                progress,
-                done,
-                total,
-                label,
-                scale=project.label_scale,
+    options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
+    with _project_lock(project), without_jit():
+        state = _votes_state(project, k, criteria_by_split, options)
+        snapshots = {
+            snapshot.split: snapshot
+            for snapshot in AgreementSnapshot.objects.filter(project=project, split__in=splits)
+        }
+        current = f"{state}:{_labels_state(project)}" if state else ""
+        if (
+            current
+            and splits
+            and all(s in snapshots and snapshots[s].inputs_state == current for s in splits)
+        ):
+            out = _unchanged_run({s: snapshots[s] for s in splits}, job, progress)
+        else:
+            out = _aggregate_splits(
+                project, splits, criteria_by_split, k, options, snapshots, job, progress
             )
-            done += len(votes["id"])
-            progress(done, total, f"{label}: labels and agreement")
-            items = _label_items(votes, criteria, k)
-            policy = _policy(project, s, criteria, items)
-            _apply_policy(items, policy, k)
-            names = _rater_names(votes)
-            options = {"min_overlap": min_overlap, "n_boot": n_boot, "seed": seed}
-            scale_inputs = ordinal_inputs_digest(
-                project=project, votes=_formal_votes(project, s, criteria)
-            )
-            scope = {"policy": policy.digest_key(items)} if policy.on else {}
-            inputs = _inputs_digest(
-                votes, criteria, k, names, {**options, "scale": scale_inputs, **scope}
-            )
-            snapshot = AgreementSnapshot.objects.filter(project=project, split=s).first()
-            unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
-            now = timezone.now()
-            figures = None
-            if not unchanged:
-                figures = _agreement(votes, items, criteria, k, names, **options)
-                if policy.on:
-                    figures = agreement.audit_scoped(
-                        figures, _audit_figures(votes, items, policy, criteria, k, names, options)
-                    )
-                    figures["policy"] = policy.settings
-                ordinal = ordinal_snapshot_figures(
-                    project=project, votes=_formal_votes(project, s, criteria), **options
+            if state:
+                AgreementSnapshot.objects.filter(project=project, split__in=splits).update(
+                    inputs_state=f"{state}:{_labels_state(project)}"
                 )
-                if ordinal is not None:
-                    figures["ordinal"] = ordinal
-                figures = {
-                    "split": s,
-                    **figures,
-                    "computed_at": now.isoformat(),
-                    "inputs_digest": inputs,
-                }
-            progress(done, total, f"{label}: writing labels")
-            with transaction.atomic():
-                writes = _write_labels(
-                    project=project, split=s, criteria=criteria, items=items, job=job, now=now
-                )
-                if figures is not None:
-                    AgreementSnapshot.objects.update_or_create(
-                        project=project,
-                        split=s,
-                        defaults={"figures": figures, "job": job, "computed_at": now},
-                    )
-                else:
-                    # The figures stand; the time says when the split was last aggregated
-                    # (the revision window locks votes aggregated since their last change).
-                    AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
-                        job=job, computed_at=now
-                    )
-            unique_samples, position = np.unique(items.sample, return_inverse=True)
-            n_samples = len(unique_samples)
-            kept_samples = int(rules.samples_kept(position, items.outcome, n_samples).sum())
-            by_outcome = np.bincount(items.outcome, minlength=len(rules.OUTCOMES))
-            out["splits"][s] = {
-                "votes": len(votes["id"]),
-                "labels": len(items.keys),
-                "agreement": "unchanged" if unchanged else "computed",
-                "outcomes": {o: int(n) for o, n in zip(rules.OUTCOMES, by_outcome, strict=True)},
-                "provenance": _provenance_counts(items),
-                "kept": int(by_outcome[list(rules.KEPT)].sum()),
-                "samples": n_samples,
-                "samples_kept": kept_samples,
-                **writes,
-            }
-    progress(total, total, "done")
+            dashboard_labels_refresh(project=project)
     parts = [
         f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
         f"{r['samples_kept']:,} of {counted(r['samples'], 'sample')}"
@@ -640,6 +857,45 @@ def _provenance_counts(items: _Items) -> dict[str, int]:
     codes = items.provenance if items.provenance is not None else np.zeros(0, np.int8)
     counts = np.bincount(codes, minlength=len(rules.PROVENANCES))
     return {p: int(n) for p, n in zip(rules.PROVENANCES, counts, strict=True)}
+
+
+def _aggregate_splits(
+    project: Project,
+    splits: list[str],
+    criteria_by_split: dict[str, list[Criterion]],
+    k: int,
+    options: dict[str, Any],
+    snapshots: dict[str, AgreementSnapshot],
+    job: Job | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Store the dashboard's vote figures, read every split's votes, then label each split."""
+    dashboard_snapshot_refresh(project=project)
+    votes_by_split = {
+        s: _load_votes(_formal_votes(project, s, criteria_by_split[s]), project.label_scale)
+        for s in splits
+    }
+    total = sum(len(v["id"]) for v in votes_by_split.values())
+    progress(0, total, "reading votes")
+    done = 0
+    out: dict[str, Any] = {"splits": {}}
+    for s in splits:
+        votes = votes_by_split[s]
+        done += len(votes["id"])
+        progress(done, total, f"{split_label(s)}: read {counted(len(votes['id']), 'vote')}")
+        out["splits"][s] = _aggregate_split(
+            project=project,
+            split=s,
+            criteria=criteria_by_split[s],
+            votes=votes,
+            k=k,
+            options=options,
+            snapshot=snapshots.get(s),
+            job=job,
+            progress=lambda message, done=done: progress(done, total, message),
+        )
+    progress(total, total, "done")
+    return out
 
 
 def aggregation_start(*, project: Project, split: str | None = None, created_by: Any) -> Job:

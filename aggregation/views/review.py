@@ -54,8 +54,10 @@ def _item_context(project: Project, sample_id: int, filters: QueueFilters) -> di
 def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_get(slug=slug)
     filters = QueueFilters.from_query(request.GET)
+    counts = queue_selectors.review_counts(project=project, filters=filters)
+    form = QueuePageForm(request.GET)
     data = queue_selectors.review_page(
-        project=project, filters=filters, page=QueuePageForm(request.GET).number()
+        project=project, filters=filters, page=form.number(), counts=counts, **form.keyset()
     )
     context = {
         "project": project,
@@ -64,7 +66,7 @@ def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
         "criteria_groups": queue_selectors.criterion_choices(project=project),
         "kinds": KIND_CHOICES,
         "provenances": PROVENANCE_CHOICES,
-        "counts": queue_selectors.review_counts(project=project, filters=filters),
+        "counts": counts,
         **data,
     }
     template = "aggregation/review_queue.html"

@@ -250,3 +250,45 @@ def test_a_new_k_relabels_every_item_whose_rule_outcome_changes(voted):
     result = project_aggregate(project=project, n_boot=20)["splits"]["open_ended"]
     assert result["updated"] == 7  # the digest holds k: every label is checked again
     assert (_label(s1, c[4]).outcome, _label(s1, c[4]).preference) == ("kept_unanimous", "A")
+
+
+def test_an_unchanged_rerun_sees_a_new_policy_and_new_panel_labels(voted):
+    """The re-run that reads nothing must still notice the inputs that are not votes."""
+    from annotation.models import PanelLabel, RoutingPolicy
+
+    project, s1, s2, c = voted["s1"].project, voted["s1"], voted["s2"], voted["c"]
+    cast_all(s2, c[2], _voters(s2), "AB")
+    project_aggregate(project=project, n_boot=0)
+    assert project_aggregate(project=project, n_boot=0)["splits"]["open_ended"]["agreement"] == (
+        "unchanged"
+    )
+    assert _label(s2, c[2]).outcome == "dropped_missing"
+    project.audit_share = 0  # no audit sample: the policy applies everywhere
+    project.early_stopping = True
+    project.save()
+    result = project_aggregate(project=project, n_boot=0)["splits"]["open_ended"]
+    assert result["provenance"]["early_stopped"] == 1
+    label = _label(s2, c[2])
+    assert (label.outcome, label.provenance) == ("dropped_split", "early_stopped")
+    assert _label(s1, c[4]).outcome == "dropped_missing"  # A, A: can still be kept
+    project.routing_policy = RoutingPolicy.PANEL_VERIFIER
+    project.save()
+    project_aggregate(project=project, n_boot=0)
+    PanelLabel.objects.create(
+        sample=s1, criterion=c[4], choice="A", unanimous=True, consistent=True, routable=True
+    )
+    project_aggregate(project=project, n_boot=0)
+    label = _label(s1, c[4])
+    assert (label.outcome, label.preference, label.provenance) == (
+        "kept_unanimous",
+        "A",
+        "panel_human",
+    )
+
+
+def _voters(sample):
+    """The three annotators who voted on ``sample``."""
+    from django.contrib.auth import get_user_model
+
+    ids = sample.votes.values_list("annotator_id", flat=True).distinct()
+    return list(get_user_model().objects.filter(pk__in=ids).order_by("pk"))[:3]

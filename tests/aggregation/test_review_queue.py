@@ -151,3 +151,38 @@ def test_query_count_is_constant(client, project, lead, queue_data):
         label(s, oe[1], Outcome.KEPT_MAJORITY_TIE, "B")
     assert _queries(client, url) == before
     assert _queries(client, item) == before_item
+
+
+def test_pages_by_id_equal_pages_by_number(client, project, lead, queue_data):
+    """Next / previous links carry the id the page starts after (or ends before)."""
+    oe = queue_data["oe"]
+    for i in range(7):
+        label(make_sample(project, f"page{i}"), oe[0])
+    counts = review_counts(project=project)
+    by_number = [
+        [
+            r["sample"].pk
+            for r in review_page(project=project, filters=QueueFilters(), page=p, per_page=4)[
+                "rows"
+            ]
+        ]
+        for p in (1, 2, 3)
+    ]
+    first = review_page(project=project, filters=QueueFilters(), per_page=4, counts=counts)
+    assert first["total"] == 10 and first["pages"] == 3
+    second = review_page(
+        project=project, filters=QueueFilters(), page=2, per_page=4, after=first["last_id"]
+    )
+    third = review_page(
+        project=project, filters=QueueFilters(), page=3, per_page=4, after=second["last_id"]
+    )
+    back = review_page(
+        project=project, filters=QueueFilters(), page=2, per_page=4, before=third["first_id"]
+    )
+    ids = [[r["sample"].pk for r in p["rows"]] for p in (first, second, third, back)]
+    assert ids == [*by_number, by_number[1]]
+    client.force_login(lead)
+    url = reverse("review-queue", args=[project.slug])
+    html = client.get(url, {"page": 2, "after": first["last_id"]}).content.decode()
+    assert f"page=1&amp;before={by_number[1][0]}" not in html  # 50 a page: one page here
+    assert "10 samples match" in html

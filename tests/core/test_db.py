@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from aggregation.models import CriterionLabel
@@ -141,3 +141,26 @@ def test_read_int_columns_reads_annotations_and_large_values(project):
     )
     assert got["big"].tolist() == [big, big]
     assert got["twice"].tolist() == [2 * i for i in got["id"].tolist()]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL temporary table")
+def test_temp_int_table_takes_columns_and_arrays_of_any_length():
+    from core.db import temp_int_table
+
+    values = np.array([10, 11, 12, 20, 2**40], np.int64)
+    starts, stops = np.array([0, 3, 3, 4]), np.array([3, 4, 3, 5])
+    with transaction.atomic():
+        temp_int_table(
+            "t_ints",
+            {"a": np.array([1, 2, 3, 4]), "b": np.array([-5, 6, 7, -(2**40)])},
+            {"ids": (values, starts, stops)},
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT a, b, ids, to_jsonb(ids)::text FROM t_ints ORDER BY a")
+            rows = cursor.fetchall()
+    assert rows == [
+        (1, -5, [10, 11, 12], "[10, 11, 12]"),
+        (2, 6, [20], "[20]"),
+        (3, 7, [], "[]"),
+        (4, -(2**40), [2**40], f"[{2**40}]"),
+    ]
