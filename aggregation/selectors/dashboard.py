@@ -15,7 +15,7 @@ from datetime import datetime, time
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from aggregation.selectors.review import labels_with_review_state
@@ -33,6 +33,7 @@ from annotation.models import (
     Split,
     Vote,
 )
+from annotation.services.routing import policy_on
 
 from ..models import (
     AgreementSnapshot,
@@ -42,6 +43,7 @@ from ..models import (
     ReviewDecision,
 )
 from .activity import Throughput, throughput, throughput_counts, votes_since
+from .savings import saved_per_split
 
 STATISTICS = (
     ("cohen", "Cohen's κ (mean pairwise)"),
@@ -267,6 +269,20 @@ def _formal_votes(project: Project) -> Any:
     )
 
 
+def _policy_progress(project: Project) -> tuple[dict[str, int], dict[str, int]]:
+    """Per split: the formal samples with no open slot, and the votes saved by the labels."""
+    open_slot = Slot.objects.filter(sample=OuterRef("pk"), completed_at__isnull=True)
+    settled = dict(
+        Sample.objects.filter(project=project, is_seed=False, status=SampleStatus.ACTIVE)
+        .exclude(Exists(open_slot))
+        .values("split")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("split", "n")
+    )
+    return settled, saved_per_split(project=project)
+
+
 def split_progress(
     project: Project,
     n_crit: dict[str, int],
@@ -283,6 +299,7 @@ def split_progress(
     )
     if completion is None:
         completion = _sample_completion(project)
+    policy = _policy_progress(project) if policy_on(project) else None
     splits: list[dict[str, Any]] = []
     for value, label in Split.choices:
         total = sample_counts.get(value, 0)
@@ -296,6 +313,11 @@ def split_progress(
             n for full_n, n in full.items() if needed_criteria and full_n >= needed_criteria
         )
         needed = total * n_crit.get(value, 0) * k
+        if policy is not None:
+            # Under early stopping or routing a sample is complete when no slot is left open,
+            # and the votes the last aggregation found unneeded are not counted as needed.
+            complete = min(policy[0].get(value, 0), touched)
+            needed = max(needed - policy[1].get(value, 0), v["done"])
         splits.append(
             {
                 "split": value,

@@ -392,3 +392,24 @@ def test_switching_early_stopping_on_settles_the_open_slots(project, lead, annot
     assert not Slot.objects.filter(sample__in=samples, completed_at__isnull=True).exists()
     assert Slot.objects.get(sample=held, annotator=three).completed_at is not None
     assert work.work_next(project=project, annotator=three) is None
+
+
+@pytest.mark.django_db
+def test_the_dashboard_counts_a_settled_sample_complete(project, lead, annotators):
+    """Under routing a verified sample is complete with one annotator's votes, and the votes
+    the last aggregation found unneeded are not counted as still needed."""
+    from aggregation.selectors.dashboard import dashboard_figures
+    from aggregation.services.aggregate import project_aggregate
+
+    (sample, _other), crits = setup_project(project, lead, annotators, n=2, stop=False, route=True)
+    panel(sample, crits, "B")
+    work.work_next(project=project, annotator=annotators[0])
+    for criterion in crits:
+        vote(project, annotators[0], sample, criterion, "B")
+    project_aggregate(project=project, n_boot=0)
+    progress = {s["split"]: s for s in dashboard_figures(project=project).splits}
+    open_ended = progress["open_ended"]
+    assert (open_ended["samples"], open_ended["complete"]) == (2, 1)
+    assert open_ended["votes_done"] == len(crits)
+    # Two samples x 5 criteria x 3 votes, less the 2 x 5 the verified sample did not need.
+    assert open_ended["votes_needed"] == 2 * len(crits) * 3 - 2 * len(crits)
