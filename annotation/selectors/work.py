@@ -10,7 +10,6 @@ from django.db import connection
 
 from .. import tiecap
 from ..models import (
-    Choice,
     Criterion,
     Project,
     ProjectMember,
@@ -23,6 +22,8 @@ from ..models import (
 )
 
 SPLITS = list(Split.values)
+#: The member's counter of completed slots of each split (annotation.services.counters).
+DONE_FIELD = {split: f"done_{split}" for split in SPLITS}
 
 
 class ProjectCriteria:
@@ -65,58 +66,48 @@ def _tables() -> dict[str, str]:
 
 
 def member_progress(project: Project, user: Any) -> ProjectMember | None:
-    """The active membership with formal counters, in one query.
+    """The active membership with its formal counters, in one query, whatever its history.
 
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
     ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
-    not completed), ``n_skips`` (skipped items not voted on since) and ``slots_<split>`` (slots
-    held per split). Written as SQL because it runs on every labeling request and the ORM spent
-    longer composing it than the database running it; every subquery is a range on the
-    (annotator, ...) indexes, whatever the project size.
+    not completed), ``n_skips`` (1 when a skipped item has not been voted on since, else 0) and
+    ``slots_<split>`` (slots held per split). The history part comes from the member's
+    counters (kept by the vote transaction, see annotation.services.counters); only the open
+    slots, a batch at most, are counted here, on the (annotator, completed_at) index.
     """
     if not getattr(user, "is_authenticated", False):
         return None
     t = _tables()
-    votes = (
-        f"FROM {t['vote']} v JOIN {t['sample']} s ON s.id = v.sample_id"
-        " WHERE v.annotator_id = %s AND v.round = 0 AND s.project_id = %s"
+    on_split = ", ".join(
+        f"COALESCE(SUM(CASE WHEN s.split = %s THEN 1 ELSE 0 END), 0) AS open_{split}"
+        for split in SPLITS
     )
-    slots = (
-        f"FROM {t['slot']} sl JOIN {t['sample']} s ON s.id = sl.sample_id"
-        " WHERE sl.annotator_id = %s AND s.project_id = %s"
-    )
-    ids = [user.pk, project.pk]
-    columns = [
-        (f"(SELECT COUNT(*) {votes}) AS f_votes", ids),
-        (f"(SELECT COUNT(*) {votes} AND v.choice = %s) AS f_ties", [*ids, Choice.TIE.value]),
-        (
-            f"(SELECT COUNT(*) {votes} AND EXISTS (SELECT 1 FROM {t['slot']} x"
-            " WHERE x.sample_id = v.sample_id AND x.annotator_id = v.annotator_id)) AS f_done",
-            ids,
-        ),
-        (f"(SELECT COUNT(*) {slots} AND sl.completed_at IS NULL) AS n_open", ids),
-        (
-            f"(SELECT COUNT(*) FROM {t['skip']} k JOIN {t['sample']} s ON s.id = k.sample_id"
-            " WHERE k.annotator_id = %s AND s.project_id = %s AND NOT EXISTS (SELECT 1"
-            f" FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
-            " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
-            " AS n_skips",
-            ids,
-        ),
-    ]
-    for split in SPLITS:
-        columns.append(
-            (f"(SELECT COUNT(*) {slots} AND s.split = %s) AS slots_{split}", [*ids, split])
-        )
-
     sql = (
-        "SELECT m.*, "
-        + ", ".join(c for c, _ in columns)
-        + f" FROM {t['member']} m WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s"
+        "SELECT m.*, o.*, CASE WHEN EXISTS (SELECT 1"
+        f" FROM {t['skip']} k JOIN {t['sample']} ks ON ks.id = k.sample_id"
+        " WHERE k.annotator_id = m.user_id AND ks.project_id = m.project_id AND NOT EXISTS ("
+        f" SELECT 1 FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
+        " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
+        " THEN 1 ELSE 0 END AS n_skips"
+        f" FROM {t['member']} m, (SELECT COUNT(*) AS n_open, {on_split},"
+        f" COALESCE(SUM((SELECT COUNT(*) FROM {t['vote']} v WHERE v.sample_id = sl.sample_id"
+        " AND v.annotator_id = sl.annotator_id AND v.round = 0)), 0) AS open_votes"
+        f" FROM {t['slot']} sl JOIN {t['sample']} s ON s.id = sl.sample_id"
+        " WHERE sl.annotator_id = %s AND sl.completed_at IS NULL AND s.project_id = %s) o"
+        " WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s"
     )
-    params = [p for _, ps in columns for p in ps] + [project.pk, user.pk, True]
+    params = [*SPLITS, user.pk, project.pk, project.pk, user.pk, True]
     rows = list(ProjectMember.objects.raw(sql, params))
-    return rows[0] if rows else None
+    if not rows:
+        return None
+    member = rows[0]
+    member.f_votes, member.f_ties = member.formal_votes, member.formal_ties
+    member.f_done = member.done_votes + int(member.open_votes)
+    for split in SPLITS:
+        done = getattr(member, DONE_FIELD[split], 0)
+        setattr(member, f"slots_{split}", done + int(getattr(member, f"open_{split}")))
+    member.n_open = int(member.n_open)
+    return member
 
 
 def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:

@@ -47,6 +47,7 @@ from .assignment import (
     leases_renew,
     slots_claim,
 )
+from .counters import counters_recount
 from .work_types import VoteRejected, WorkItem, WorkState
 
 
@@ -238,9 +239,11 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
                 returning=seen,
             )
         # Every criterion is voted (criteria changed since): close these slots and go on.
-        Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
-            completed_at=timezone.now()
-        )
+        with transaction.atomic():
+            Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
+                completed_at=timezone.now()
+            )
+            counters_recount(project_id=project.pk, user_id=annotator.pk)  # rare: recount
         slots = []
     return None
 

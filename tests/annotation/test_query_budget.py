@@ -6,7 +6,9 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Project, ProjectMember, Sample
@@ -127,3 +129,30 @@ def test_tie_loop_within_budget():
     listing = "\n".join(q["sql"][:300] for q in captured)
     assert vote.choice == "tie"
     assert len(captured) <= BUDGET, listing
+
+
+# Over HTTP: the session (from the shared cache when CACHE_URL is set, as deployed), the user
+# with their roles, the project, its criteria, the vote transaction and the next item.
+HTTP_BUDGET = 11
+
+
+@override_settings(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
+def test_http_loop_within_budget(client):
+    """A labeling loop over HTTP (htmx submit answered with the next item) within the budget."""
+    from tests.annotation.test_labeling_views import current_ids, submit
+
+    project = build(100, "http")
+    user = annotator_for(project, "h-user")
+    client.force_login(user)
+    page = client.get(reverse("label", args=[project.slug]), HTTP_HX_REQUEST="true")
+    counts = []
+    for _ in range(12):  # crosses the end of the first batch (10 samples x 5 criteria): no claim
+        ids = current_ids(page)
+        with CaptureQueriesContext(connection) as captured:
+            page = submit(client, project, ids, htmx=True)
+        assert page.status_code == 200, page.content
+        listing = "\n".join(f"{i + 1}. {q['sql'][:200]}" for i, q in enumerate(captured))
+        counts.append(len(captured))
+        assert len(captured) <= HTTP_BUDGET, f"{len(captured)} queries:\n{listing}"
+        assert "auth_group" not in listing and "django_session" not in listing, listing
+    print("HTTP queries per loop:", counts)
