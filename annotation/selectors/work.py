@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import CharField, Func, Value
 
 from .. import tiecap
 from ..models import (
@@ -173,6 +174,35 @@ def formal_allowance(project: Project, member: ProjectMember) -> int:
 def formal_tie_wait(project: Project, member: ProjectMember) -> int | None:
     """Formal votes still to cast before a new tie is allowed (0: now; None: never)."""
     return tiecap.votes_until_tie(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+class _VotedCriteria(Func):
+    """Comma-joined criterion ids of one user's formal votes on the row's sample ('' or None)."""
+
+    output_field = CharField()
+
+    def __init__(self, user_id: int) -> None:
+        super().__init__(Value(user_id))
+
+    def _sql(self, compiler: Any, connection: Any, join: str) -> tuple[str, list[Any]]:
+        user_sql, user_params = compiler.compile(self.source_expressions[0])
+        slot, vote = _tables()["slot"], _tables()["vote"]
+        sql = (
+            f"(SELECT {join} FROM {vote} v WHERE v.sample_id = {slot}.sample_id"
+            f" AND v.annotator_id = {user_sql} AND v.round = 0)"
+        )
+        return sql, list(user_params)
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(compiler, connection, "group_concat(v.criterion_id)")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(compiler, connection, "string_agg(v.criterion_id::text, ',')")
+
+
+def voted_criteria(user: Any) -> Func:
+    """For a Slot query: the criteria the user has voted on (formal round) of the slot's sample."""
+    return _VotedCriteria(user.pk)
 
 
 def skip_order(user: Any, sample_ids: list[int], round_: int) -> dict[tuple[int, int], int]:

@@ -27,6 +27,7 @@ from annotation.selectors.work import (
     project_criteria,
     seed_swapped,
     skip_order,
+    voted_criteria,
 )
 
 from ..importing.limits import text_problem
@@ -119,11 +120,13 @@ def _calibration_items(project: Project, member: ProjectMember, user: Any):
 
 
 def _open_slots(project: Project, user: Any) -> list[Slot]:
+    """The user's open slots with their samples and, in the same query, the criteria voted."""
     rows = list(
         Slot.objects.filter(
             annotator_id=user.pk, completed_at__isnull=True, sample__project=project
         )
         .select_related("sample")
+        .annotate(voted_criteria=voted_criteria(user))
         .order_by("claimed_at", "sample_id")
     )
     for slot in rows:
@@ -134,6 +137,13 @@ def _open_slots(project: Project, user: Any) -> list[Slot]:
 def _formal_voted(user: Any, slots: list[Slot]) -> set[tuple[int, int]]:
     if not slots:
         return set()
+    if all(hasattr(slot, "voted_criteria") for slot in slots):  # read with the slots
+        return {
+            (slot.sample_id, int(c))
+            for slot in slots
+            for c in (slot.voted_criteria or "").split(",")
+            if c
+        }
     return set(
         Vote.objects.filter(
             annotator_id=user.pk,

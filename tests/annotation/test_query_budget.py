@@ -1,4 +1,5 @@
-"""Query budget: a labeling loop (submit + next) takes at most 10 queries, at any project size."""
+"""Query budget: a labeling loop (submit + next) takes at most 8 queries (10 when it claims the
+next batch), at any project size and any history of the annotator."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from annotation.services import voting, work
 from annotation.services.projects import project_create
 from tests.annotation.work_data import bulk_samples
 
-BUDGET = 10
+BUDGET = 10  # the loop that claims the next batch
+# Every other loop: criteria, BEGIN, vote context, vote insert, slot + counters, COMMIT, the
+# member's progress, the open slots with their votes.
+STEADY_BUDGET = 8
 LOOPS = 25  # crosses a batch boundary: 10 samples x 5 criteria = 50 items; start at item 40
 
 # Not wrapped in a test transaction: each service call runs its own transaction as in a request,
@@ -95,6 +99,7 @@ def test_same_budget_at_100_and_100000_samples():
     print("queries per loop at 100,000 samples:", large_counts)
     assert small_counts == large_counts
     assert max(large_counts) <= BUDGET
+    assert sum(n > STEADY_BUDGET for n in large_counts) == 1, large_counts
     # the loop that claimed the next batch is in the series and within budget too
     assert len(set(large_counts)) >= 2
 
@@ -128,12 +133,12 @@ def test_tie_loop_within_budget():
         work.work_next(project=fresh, annotator=user)
     listing = "\n".join(q["sql"][:300] for q in captured)
     assert vote.choice == "tie"
-    assert len(captured) <= BUDGET, listing
+    assert len(captured) <= STEADY_BUDGET, listing  # the tie cap reads the locked counters
 
 
 # Over HTTP: the session (from the shared cache when CACHE_URL is set, as deployed), the user
 # with their roles, the project, its criteria, the vote transaction and the next item.
-HTTP_BUDGET = 11
+HTTP_BUDGET = 10
 
 
 @override_settings(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
