@@ -188,8 +188,9 @@ def build_history(project, user_ids: list[int], votes_each: int, prefix: str) ->
     from django.db import connection
     from django.utils import timezone
 
-    from annotation.models import ProjectMember, Sample
+    from annotation.models import ProjectMember, Sample, Slot, Vote
     from annotation.services.counters import counters_recount
+    from core.db import insert_rows
 
     criteria = list(
         project.criteria.filter(split="open_ended").order_by("order").values_list("pk", flat=True)
@@ -222,46 +223,30 @@ def build_history(project, user_ids: list[int], votes_each: int, prefix: str) ->
     )
     rng = random.Random(17)
     now = timezone.now()
-    written = 0
+    slot_rows = (
+        (sample_id, index, user_id, now, now, now, False)
+        for n, sample_id in enumerate(ids)
+        for index, user_id in enumerate(groups[n // per_user], start=1)
+    )
+    slot_fields = ["sample", "index", "annotator", "claimed_at", "lease_expires_at"]
+    insert_rows(Slot, [*slot_fields, "completed_at", "swap_ab"], slot_rows)
+
+    def vote_rows():
+        for n, sample_id in enumerate(ids):
+            for user_id in groups[n // per_user]:
+                for criterion_id in criteria:
+                    roll = rng.random()
+                    choice = "tie" if roll < 0.05 else ("A" if roll < 0.55 else "B")
+                    yield (sample_id, criterion_id, user_id, 0, choice, RATIONALE, 7.5)
+
+    vote_fields = ["sample", "criterion", "annotator", "round", "choice", "rationale", "seconds"]
+    # The rest of each row as the model's defaults would fill it.
+    extra = {"shown_swapped": False, "unsure": False, "created_at": now, "updated_at": now}
+    rows = ((*row, *extra.values()) for row in vote_rows())
+    written = insert_rows(Vote, [*vote_fields, *extra], rows)
     with connection.cursor() as cursor:
-        raw = cursor.connection.cursor()
-        slot_copy = (
-            "COPY annotation_slot (sample_id, index, annotator_id, claimed_at, lease_expires_at,"
-            " completed_at, swap_ab) FROM STDIN"
-        )
-        with raw.copy(slot_copy) as copy:
-            for n, sample_id in enumerate(ids):
-                for index, user_id in enumerate(groups[n // per_user], start=1):
-                    copy.write_row((sample_id, index, user_id, now, now, now, False))
-        vote_copy = (
-            "COPY annotation_vote (sample_id, criterion_id, annotator_id, round, choice,"
-            " rationale, seconds, shown_swapped, unsure, created_at, updated_at) FROM STDIN"
-        )
-        with raw.copy(vote_copy) as copy:
-            for n, sample_id in enumerate(ids):
-                for user_id in groups[n // per_user]:
-                    for criterion_id in criteria:
-                        roll = rng.random()
-                        choice = "tie" if roll < 0.05 else ("A" if roll < 0.55 else "B")
-                        copy.write_row(
-                            (
-                                sample_id,
-                                criterion_id,
-                                user_id,
-                                0,
-                                choice,
-                                RATIONALE,
-                                7.5,
-                                False,
-                                False,
-                                now,
-                                now,
-                            )
-                        )
-                        written += 1
-        cursor.execute(
-            "ANALYZE annotation_slot; ANALYZE annotation_vote; ANALYZE annotation_sample"
-        )
+        cursor.execute("ANALYZE annotation_sample; ANALYZE annotation_slot")
+        cursor.execute("ANALYZE annotation_vote")
     counters_recount(project_id=project.pk)
     return written
 

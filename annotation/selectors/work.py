@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import CharField, Func, Value
+from django.db.models import CharField, Func, TextField, Value
 
 from .. import tiecap
 from ..models import (
@@ -48,6 +49,49 @@ def project_criteria(project: Project) -> ProjectCriteria:
         cached = ProjectCriteria(list(rows))
         project._work_criteria = cached
     return cached
+
+
+class _LiveCriteriaJson(Func):
+    """A Project query's live criteria as one JSON array of objects, every column of the row."""
+
+    output_field = TextField()
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _sql(self, connection: Any, aggregate: str, build: str) -> tuple[str, list[Any]]:
+        qn = connection.ops.quote_name
+        pairs = ", ".join(
+            f"'{f.column}', c.{qn(f.column)}" for f in Criterion._meta.concrete_fields
+        )
+        sql = (
+            f"(SELECT {aggregate}({build}({pairs})) FROM {Criterion._meta.db_table} c"
+            f" WHERE c.project_id = {Project._meta.db_table}.id AND c.removed_at IS NULL)"
+        )
+        return sql, []
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(connection, "json_group_array", "json_object")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = self._sql(connection, "json_agg", "json_build_object")
+        return f"{sql}::text", params
+
+
+def project_for_labeling(slug: str) -> Project | None:
+    """The project with its criteria (as :func:`project_criteria` loads them), in one query."""
+    project = Project.objects.filter(slug=slug).annotate(criteria_json=_LiveCriteriaJson()).first()
+    if project is None:
+        return None
+    fields = Criterion._meta.concrete_fields
+    names = [f.attname for f in fields]
+    criteria = [
+        Criterion.from_db("default", names, [f.to_python(row[f.column]) for f in fields])
+        for row in json.loads(project.criteria_json or "[]")
+    ]
+    criteria.sort(key=lambda c: (c.split, c.order, c.key))
+    project._work_criteria = ProjectCriteria(criteria)
+    return project
 
 
 def formal_votes(project: Project, user: Any):
