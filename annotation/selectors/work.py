@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import CharField, Func, TextField, Value
+from django.utils import timezone
 
 from .. import tiecap
 from ..models import (
@@ -128,12 +130,7 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
         for split in SPLITS
     )
     sql = (
-        "SELECT m.*, o.*, CASE WHEN EXISTS (SELECT 1"
-        f" FROM {t['skip']} k JOIN {t['sample']} ks ON ks.id = k.sample_id"
-        " WHERE k.annotator_id = m.user_id AND ks.project_id = m.project_id AND NOT EXISTS ("
-        f" SELECT 1 FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
-        " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
-        " THEN 1 ELSE 0 END AS n_skips"
+        f"SELECT m.*, o.*, {_skipped_sql()} AS n_skips"
         f" FROM {t['member']} m, (SELECT COUNT(*) AS n_open, {on_split},"
         f" COALESCE(SUM((SELECT COUNT(*) FROM {t['vote']} v WHERE v.sample_id = sl.sample_id"
         " AND v.annotator_id = sl.annotator_id AND v.round = 0)), 0) AS open_votes"
@@ -146,13 +143,104 @@ def member_progress(project: Project, user: Any) -> ProjectMember | None:
     if not rows:
         return None
     member = rows[0]
+    opened = {split: int(getattr(member, f"open_{split}")) for split in SPLITS}
+    return _progress(member, int(member.n_open), int(member.open_votes), opened)
+
+
+def _skipped_sql() -> str:
+    """1 when the member ``m`` has a skipped item not voted on since, else 0 (SQL)."""
+    t = _tables()
+    return (
+        "CASE WHEN EXISTS (SELECT 1"
+        f" FROM {t['skip']} k JOIN {t['sample']} ks ON ks.id = k.sample_id"
+        " WHERE k.annotator_id = m.user_id AND ks.project_id = m.project_id AND NOT EXISTS ("
+        f" SELECT 1 FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
+        " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
+        " THEN 1 ELSE 0 END"
+    )
+
+
+def _progress(
+    member: ProjectMember, n_open: int, open_votes: int, opened: dict[str, int]
+) -> ProjectMember:
+    """Add the progress attributes: the counters plus what the open slots hold."""
     member.f_votes, member.f_ties = member.formal_votes, member.formal_ties
-    member.f_done = member.done_votes + int(member.open_votes)
+    member.f_done = member.done_votes + open_votes
     for split in SPLITS:
         done = getattr(member, DONE_FIELD[split], 0)
-        setattr(member, f"slots_{split}", done + int(getattr(member, f"open_{split}")))
-    member.n_open = int(member.n_open)
+        setattr(member, f"slots_{split}", done + opened.get(split, 0))
+    member.n_open = n_open
     return member
+
+
+class _MemberJson(Func):
+    """The user's active membership row (and ``n_skips``) as JSON; the same on every row."""
+
+    output_field = TextField()
+
+    def __init__(self, project_id: int, user_id: int) -> None:
+        super().__init__()
+        self.ids = [project_id, user_id]
+
+    def _sql(self, connection: Any, build: str) -> tuple[str, list[Any]]:
+        qn = connection.ops.quote_name
+        pairs = ", ".join(
+            f"'{f.column}', m.{qn(f.column)}" for f in ProjectMember._meta.concrete_fields
+        )
+        sql = (
+            f"(SELECT {build}({pairs}, 'n_skips', {_skipped_sql()})"
+            f" FROM {_tables()['member']} m"
+            " WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s)"
+        )
+        return sql, [*self.ids, True]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(connection, "json_object")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = self._sql(connection, "json_build_object")
+        return f"{sql}::text", params
+
+
+def open_slots(project: Project, user: Any):
+    """The user's open slots with their samples and the criteria already voted, oldest first."""
+    return (
+        Slot.objects.filter(
+            annotator_id=user.pk, completed_at__isnull=True, sample__project=project
+        )
+        .select_related("sample")
+        .annotate(voted_criteria=voted_criteria(user))
+        .order_by("claimed_at", "sample_id")
+    )
+
+
+def open_slots_progress(project: Project, user: Any) -> tuple[ProjectMember | None, list[Slot]]:
+    """:func:`member_progress` and :func:`open_slots` in one query while the user holds open
+    slots (every labeling request but the one that claims a batch), else two."""
+    if not getattr(user, "is_authenticated", False):
+        return None, []
+    rows = list(open_slots(project, user).annotate(member_json=_MemberJson(project.pk, user.pk)))
+    if not rows:
+        return member_progress(project, user), []
+    if rows[0].member_json is None:
+        return None, []
+    data = json.loads(rows[0].member_json)
+    fields = ProjectMember._meta.concrete_fields
+    values = [_aware(f.to_python(data[f.column])) for f in fields]
+    member = ProjectMember.from_db("default", [f.attname for f in fields], values)
+    member.n_skips = int(data["n_skips"])
+    voted = sum(len([c for c in (r.voted_criteria or "").split(",") if c]) for r in rows)
+    opened: dict[str, int] = {}
+    for row in rows:
+        opened[row.sample.split] = opened.get(row.sample.split, 0) + 1
+    return _progress(member, len(rows), voted, opened), rows
+
+
+def _aware(value: Any) -> Any:
+    """A datetime read from JSON, aware (SQLite's are naive UTC); other values unchanged."""
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        return timezone.make_aware(value, UTC)
+    return value
 
 
 def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:

@@ -24,10 +24,11 @@ from annotation.selectors.work import (
     formal_tie_wait,
     formal_total,
     member_progress,
+    open_slots,
+    open_slots_progress,
     project_criteria,
     seed_swapped,
     skip_order,
-    voted_criteria,
 )
 
 from ..importing.limits import text_problem
@@ -119,16 +120,9 @@ def _calibration_items(project: Project, member: ProjectMember, user: Any):
     return items, voted
 
 
-def _open_slots(project: Project, user: Any) -> list[Slot]:
+def _open_slots(project: Project, user: Any, rows: list[Slot] | None = None) -> list[Slot]:
     """The user's open slots with their samples and, in the same query, the criteria voted."""
-    rows = list(
-        Slot.objects.filter(
-            annotator_id=user.pk, completed_at__isnull=True, sample__project=project
-        )
-        .select_related("sample")
-        .annotate(voted_criteria=voted_criteria(user))
-        .order_by("claimed_at", "sample_id")
-    )
+    rows = list(open_slots(project, user)) if rows is None else rows
     for slot in rows:
         slot.sample.project = project
     return rows
@@ -180,7 +174,7 @@ def work_state(*, project: Project, annotator: Any) -> WorkState:
 
 def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
     """The next item to label, claiming a new batch when the annotator holds no open slot."""
-    member = member_progress(project, annotator)
+    member, held = open_slots_progress(project, annotator)
     if member is None:
         return None
     if not member.is_calibrated:
@@ -209,7 +203,7 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
         return None
 
     criteria = project_criteria(project)
-    slots = _open_slots(project, annotator) if member.n_open else []
+    slots = _open_slots(project, annotator, held)
     claimed = False
     for _ in range(2):
         if not slots:
@@ -250,6 +244,8 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
             )
         # Every criterion is voted (criteria changed since): close these slots and go on.
         with transaction.atomic():
+            # The member row first, as the vote transaction locks it (one lock order).
+            list(ProjectMember.objects.select_for_update().filter(pk=member.pk).values("pk"))
             Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
                 completed_at=timezone.now()
             )

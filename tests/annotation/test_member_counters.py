@@ -183,3 +183,36 @@ def test_member_progress_is_one_query_of_constant_plan(project, lead):
         member = member_progress(project, user)
     assert len(captured) == 1
     assert (member.f_votes, member.f_done, member.n_open) == (0, 0, 0)
+
+
+def test_slots_closed_after_a_criterion_is_removed_are_counted(project, lead):
+    """A batch whose last criterion is removed is closed by the next request: counted too."""
+    from annotation.models import Criterion
+    from annotation.services.criteria import criterion_remove
+
+    project.batch_size = 2
+    project.save()
+    make_formal(project, 2, prefix="o")
+    user = make_user("closer")
+    member_add(project=project, user=user)
+    calibrate(project, user, lead)
+    criteria = list(Criterion.objects.filter(project=project, split="open_ended"))
+    last = criteria[-1]
+    for _ in range(2 * (len(criteria) - 1)):  # every criterion but the last, on both samples
+        item = work.work_next(project=project, annotator=user)
+        assert item.criterion != last
+        voting.vote_submit(
+            project=project,
+            annotator=user,
+            sample_id=item.sample.pk,
+            criterion_id=item.criterion.pk,
+            shown_choice="B",
+            rationale=GOOD,
+            seconds=1,
+        )
+    criterion_remove(criterion=last, by=lead)
+    fresh = type(project).objects.get(pk=project.pk)
+    assert work.work_next(project=fresh, annotator=user) is None  # closed, nothing left
+    member = ProjectMember.objects.get(project=project, user=user)
+    assert (member.done_open_ended, member.done_votes) == (2, 2 * (len(criteria) - 1))
+    assert counters_drift(project) == {}
