@@ -21,6 +21,7 @@ such, so a text made of thousands of unclosed openers is not searched again and 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -194,9 +195,18 @@ def _keep_attribute(tag: str, name: str, value: str) -> str | None:
     return value if value in _MATH_CLASSES else None
 
 
-# Texts up to this length are cached (a page shows the same sample several times); a longer one
-# is rendered each time, so the cache stays small however long the responses are.
+# Texts up to this length are kept in this process (a page shows the same sample several
+# times); the memory cache stays small however long the responses are.
 CACHE_MAX_CHARS = 20_000
+# From this length the HTML is also kept in the shared cache (Redis when CACHE_URL is set),
+# keyed by the text's hash: every web process then renders a response once, and a text longer
+# than CACHE_MAX_CHARS is rendered once, not on each screen. Rendering costs about 2 ms per KB,
+# a cache read a fraction of a millisecond; shorter texts are rendered again in each process.
+SHARED_MIN_CHARS = 1_000
+SHARED_MAX_CHARS = 2_000_000
+SHARED_SECONDS = 30 * 24 * 3600
+# Part of the key: change it when the rendering changes, so no HTML of the old rules is served.
+RENDER_VERSION = 1
 
 
 def render_markdown(text: str) -> str:
@@ -205,7 +215,22 @@ def render_markdown(text: str) -> str:
         return ""
     if len(text) <= CACHE_MAX_CHARS:
         return _render_cached(text)
-    return render_markdown_uncached(text)
+    return _render_shared(text)
+
+
+def _render_shared(text: str) -> str:
+    """Render through the shared cache, keyed by the text's content hash."""
+    if not SHARED_MIN_CHARS <= len(text) <= SHARED_MAX_CHARS:
+        return render_markdown_uncached(text)
+    from django.core.cache import cache
+
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+    key = f"md:{RENDER_VERSION}:{digest}"
+    html = cache.get(key)
+    if html is None:
+        html = render_markdown_uncached(text)
+        cache.set(key, html, SHARED_SECONDS)
+    return html
 
 
 def render_markdown_uncached(text: str) -> str:
@@ -222,4 +247,4 @@ def render_markdown_uncached(text: str) -> str:
     )
 
 
-_render_cached = lru_cache(maxsize=1024)(render_markdown_uncached)
+_render_cached = lru_cache(maxsize=1024)(_render_shared)

@@ -26,7 +26,9 @@ the scratch database at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import json
 import os
 import re
 import signal
@@ -60,6 +62,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--no-minimal", action="store_true", help="skip the minimal-view comparison run"
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="formal votes each annotator already holds (completed samples written with COPY)",
+    )
+    parser.add_argument(
+        "--cache-url",
+        default=os.environ.get("CACHE_URL", ""),
+        help="shared cache for gunicorn (e.g. redis://127.0.0.1:6379/3), as deployed; sessions"
+        " are then read from it",
+    )
     return parser.parse_args()
 
 
@@ -82,10 +96,11 @@ def drop_database(server: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def django_setup(url: str) -> None:
+def django_setup(url: str, cache_url: str) -> None:
     # The bench process writes the sessions gunicorn reads: both sign with this key.
     os.environ["SECRET_KEY"] = "bench-only-" + os.urandom(16).hex()
     os.environ["DATABASE_URL"] = url
+    os.environ["CACHE_URL"] = cache_url  # the same session store as the server's
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.bench_settings"
     import django
 
@@ -128,10 +143,14 @@ def build_project(n: int):
 
 def make_accounts(project, prefix: str, count: int) -> list[tuple[int, str]]:
     """Calibrated annotators with a logged-in session each: (user id, session key)."""
+    from importlib import import_module
+
+    from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.auth.models import User
-    from django.contrib.sessions.backends.db import SessionStore
     from django.utils import timezone
+
+    session_store = import_module(settings.SESSION_ENGINE).SessionStore
 
     from annotation.models import ProjectMember
 
@@ -146,13 +165,133 @@ def make_accounts(project, prefix: str, count: int) -> list[tuple[int, str]]:
     )
     accounts = []
     for user in users:
-        session = SessionStore()
+        session = session_store()
         session[SESSION_KEY] = str(user.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
         session[HASH_SESSION_KEY] = user.get_session_auth_hash()
         session.create()
         accounts.append((user.pk, session.session_key))
     return accounts
+
+
+def build_history(project, user_ids: list[int], votes_each: int, prefix: str) -> int:
+    """Give each annotator ``votes_each`` formal votes on completed samples; returns votes written.
+
+    The samples are extra formal samples of the same project, all k slots held and completed
+    (annotators in threes, a filler account completing the last three), so the project is a
+    campaign near its end. Slots and votes are written with COPY, then the member counters are
+    recounted once, as the migration does.
+    """
+    import random
+
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.utils import timezone
+
+    from annotation.models import ProjectMember, Sample, Slot, Vote
+    from annotation.services.counters import counters_recount
+    from core.db import insert_rows
+
+    criteria = list(
+        project.criteria.filter(split="open_ended").order_by("order").values_list("pk", flat=True)
+    )
+    per_user = -(-votes_each // len(criteria))
+    k = project.annotators_per_sample
+    holders = list(user_ids)
+    for i in range((-len(holders)) % k):
+        filler = User.objects.create(username=f"{prefix}-fill-{i}")
+        ProjectMember.objects.create(project=project, user=filler, calibrated_at=timezone.now())
+        holders.append(filler.pk)
+    groups = [holders[i : i + k] for i in range(0, len(holders), k)]
+    total = per_user * len(groups)
+    for start in range(0, total, 10_000):
+        Sample.objects.bulk_create(
+            Sample(
+                project=project,
+                external_id=f"{prefix}-h{i:07d}",
+                split="open_ended",
+                question=f"Past question {i}?",
+                response_a=f"Past answer A {i}.",
+                response_b=f"Past answer B {i}.",
+            )
+            for i in range(start, min(total, start + 10_000))
+        )
+    ids = list(
+        Sample.objects.filter(project=project, external_id__startswith=f"{prefix}-h")
+        .order_by("external_id")
+        .values_list("pk", flat=True)
+    )
+    rng = random.Random(17)
+    now = timezone.now()
+    slot_rows = (
+        (sample_id, index, user_id, now, now, now, False)
+        for n, sample_id in enumerate(ids)
+        for index, user_id in enumerate(groups[n // per_user], start=1)
+    )
+    slot_fields = ["sample", "index", "annotator", "claimed_at", "lease_expires_at"]
+    insert_rows(Slot, [*slot_fields, "completed_at", "swap_ab"], slot_rows)
+
+    def vote_rows():
+        for n, sample_id in enumerate(ids):
+            for user_id in groups[n // per_user]:
+                for criterion_id in criteria:
+                    roll = rng.random()
+                    choice = "tie" if roll < 0.05 else ("A" if roll < 0.55 else "B")
+                    yield (sample_id, criterion_id, user_id, 0, choice, RATIONALE, 7.5)
+
+    vote_fields = ["sample", "criterion", "annotator", "round", "choice", "rationale", "seconds"]
+    # The rest of each row as the model's defaults would fill it.
+    extra = {"shown_swapped": False, "unsure": False, "created_at": now, "updated_at": now}
+    rows = ((*row, *extra.values()) for row in vote_rows())
+    written = insert_rows(Vote, [*vote_fields, *extra], rows)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE annotation_sample; ANALYZE annotation_slot")
+        cursor.execute("ANALYZE annotation_vote")
+    counters_recount(project_id=project.pk)
+    return written
+
+
+def progress_timing(project, user_id: int, repeat: int = 30) -> dict[str, float]:
+    """Median ms of member_progress, of its floor (the member row by its key) and of counting
+    the annotator's formal history (what member_progress did before the counters)."""
+    import statistics
+
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from annotation.models import ProjectMember
+    from annotation.selectors.work import member_progress
+
+    user = User.objects.get(pk=user_id)
+    history = (
+        "SELECT (SELECT COUNT(*) FROM annotation_vote v JOIN annotation_sample s"
+        " ON s.id = v.sample_id WHERE v.annotator_id = %s AND v.round = 0 AND s.project_id = %s),"
+        " (SELECT COUNT(*) FROM annotation_vote v JOIN annotation_sample s ON s.id = v.sample_id"
+        " WHERE v.annotator_id = %s AND v.round = 0 AND s.project_id = %s AND EXISTS (SELECT 1"
+        " FROM annotation_slot x WHERE x.sample_id = v.sample_id AND x.annotator_id ="
+        " v.annotator_id))"
+    )
+
+    def count_history() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(history, [user_id, project.pk] * 2)
+            cursor.fetchone()
+
+    steps = {
+        "floor": lambda: ProjectMember.objects.filter(project=project, user=user).first(),
+        "member_progress": lambda: member_progress(project, user),
+        "history count": count_history,
+    }
+    timings = {}
+    for name, step in steps.items():
+        step()
+        runs = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            step()
+            runs.append((time.perf_counter() - began) * 1000)
+        timings[name] = statistics.median(runs)
+    return timings
 
 
 # --- gunicorn -----------------------------------------------------------------------------
@@ -171,6 +310,7 @@ def start_gunicorn(url: str, args: argparse.Namespace) -> subprocess.Popen:
         "SECURE_SSL_REDIRECT": "0",
         "BEHIND_PROXY": "0",
         "ALLOWED_HOSTS": "127.0.0.1",
+        "CACHE_URL": args.cache_url,
     }
     env.pop("CELERY_BROKER_URL", None)
     # Static files come from the app folders (WhiteNoise finders); no collectstatic needed.
@@ -340,6 +480,216 @@ class Client:
             self.errors.append(f"{status}: {text[:200]}")
 
 
+# --- Label Studio (the peer), only when LABEL_STUDIO_URL is set -----------------------------
+
+LS_CONFIG = """<View>
+  <Header value="$criterion"/>
+  <Text name="question" value="$question"/>
+  <Text name="response_a" value="$response_a"/>
+  <Text name="response_b" value="$response_b"/>
+  <Choices name="choice" toName="question" choice="single" required="true">
+    <Choice value="A"/><Choice value="B"/><Choice value="tie"/>
+  </Choices>
+  <TextArea name="rationale" toName="question" required="true"/>
+</View>"""
+
+
+class LabelStudio:
+    """Label Studio's own labeling loop over its public HTTP API, for the same K and seconds.
+
+    ``LABEL_STUDIO_URL`` (e.g. http://127.0.0.1:8080) and ``LABEL_STUDIO_TOKEN`` (an owner's
+    token: creates the project and imports the tasks) are required; ``LABEL_STUDIO_TOKENS``
+    (comma-separated annotator tokens) gives each client its own account, else they all share
+    the owner's. A legacy token is sent as ``Token``; a personal access token (a JWT) is
+    exchanged at ``/api/token/refresh`` for a ``Bearer`` access token. One task per (sample,
+    criterion), at most ``annotators_per_sample`` annotations each; a loop is what the labeling
+    stream does: post the annotation, then ask for the next task.
+    """
+
+    def __init__(self, url: str, token: str, tokens: list[str]) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 80
+        self.https = parsed.scheme == "https"
+        self.prefix = parsed.path.rstrip("/")
+        self.owner = self.authorization(token)
+        self.tokens = [self.authorization(t) for t in tokens] or [self.owner]
+
+    def connect(self) -> http.client.HTTPConnection:
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        return kind(self.host, self.port, timeout=60)
+
+    def call(self, conn, method: str, path: str, auth: str, body=None) -> tuple[int, object]:
+        headers = {"Authorization": auth, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, self.prefix + path, body=data, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw[:200].decode(errors="replace")
+        return response.status, payload
+
+    def authorization(self, token: str) -> str:
+        if token.count(".") != 2:
+            return f"Token {token}"
+        conn = self.connect()
+        try:
+            headers = {"Content-Type": "application/json"}
+            conn.request(
+                "POST",
+                self.prefix + "/api/token/refresh",
+                body=json.dumps({"refresh": token}),
+                headers=headers,
+            )
+            response = conn.getresponse()
+            payload = json.loads(response.read() or b"{}")
+        finally:
+            conn.close()
+        if response.status != 200 or "access" not in payload:
+            raise RuntimeError(f"token refresh answered {response.status}")
+        return f"Bearer {payload['access']}"
+
+    def project_create(self, n: int, criteria: list[str], k: int) -> int:
+        conn = self.connect()
+        try:
+            status, project = self.call(
+                conn,
+                "POST",
+                "/api/projects/",
+                self.owner,
+                {
+                    "title": f"Multi-Crit bench {n} {os.getpid()}",
+                    "label_config": LS_CONFIG,
+                    "maximum_annotations": k,
+                    "show_skip_button": True,
+                },
+            )
+            if status != 201:
+                raise RuntimeError(f"project creation answered {status}: {project}")
+            pid = project["id"]
+            tasks = [
+                {
+                    "question": f"What does panel {i} show?",
+                    "response_a": f"A **short** answer {i} with $x^2$.",
+                    "response_b": f"A longer answer {i}.\n\n```\ncode()\n```",
+                    "criterion": criterion,
+                }
+                for criterion in criteria
+                for i in range(n)
+            ]
+            for start in range(0, len(tasks), 5000):
+                status, answer = self.call(
+                    conn,
+                    "POST",
+                    f"/api/projects/{pid}/import",
+                    self.owner,
+                    tasks[start : start + 5000],
+                )
+                if status not in (200, 201):
+                    raise RuntimeError(f"task import answered {status}: {answer}")
+            return pid
+        finally:
+            conn.close()
+
+    def project_delete(self, pid: int) -> None:
+        conn = self.connect()
+        try:
+            self.call(conn, "DELETE", f"/api/projects/{pid}/", self.owner)
+        finally:
+            conn.close()
+
+    def run(self, pid: int, users: int, seconds: float) -> tuple[dict[str, float], list[str]]:
+        """``users`` clients labeling for ``seconds``: figures and errors."""
+        clients = [
+            LabelStudioClient(self, pid, self.tokens[i % len(self.tokens)]) for i in range(users)
+        ]
+        for client in clients:
+            client.start()
+        wall = drive(clients, seconds, lambda c: c.loop())
+        for client in clients:
+            client.conn.close()
+        latencies = [x for c in clients for x in c.latencies]
+        return figures(latencies, wall), [e for c in clients for e in c.errors]
+
+
+@dataclass
+class LabelStudioClient:
+    """One Label Studio annotator on one keep-alive connection."""
+
+    ls: LabelStudio
+    pid: int
+    auth: str
+    task: int | None = None
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.conn = self.ls.connect()
+
+    def next_task(self) -> None:
+        status, task = self.ls.call(self.conn, "GET", f"/api/projects/{self.pid}/next/", self.auth)
+        if status == 404:
+            self.task = None  # nothing left for this annotator
+        elif status != 200:
+            self.errors.append(f"next {status}: {str(task)[:200]}")
+            self.task = None
+        else:
+            self.task = task["id"]
+
+    def start(self) -> None:
+        self.next_task()
+
+    def loop(self) -> bool:
+        """Post an annotation on the current task and fetch the next one. False when done."""
+        if self.task is None:
+            return False
+        result = [
+            {
+                "from_name": "choice",
+                "to_name": "question",
+                "type": "choices",
+                "value": {"choices": ["A" if self.task % 2 else "B"]},
+            },
+            {
+                "from_name": "rationale",
+                "to_name": "question",
+                "type": "textarea",
+                "value": {"text": [RATIONALE]},
+            },
+        ]
+        body = {"result": result, "lead_time": 7.5, "project": self.pid, "task": self.task}
+        began = time.perf_counter()
+        path = f"/api/tasks/{self.task}/annotations/?project={self.pid}"
+        status, answer = self.ls.call(self.conn, "POST", path, self.auth, body)
+        if status != 201:
+            self.errors.append(f"annotation {status}: {str(answer)[:200]}")
+            return False
+        self.next_task()
+        self.latencies.append(time.perf_counter() - began)
+        return self.task is not None
+
+
+def label_studio_from_env() -> LabelStudio | None:
+    """The peer to compare with, or None (with a line saying why) when it is not configured."""
+    url = os.environ.get("LABEL_STUDIO_URL", "")
+    if not url:
+        return None
+    token = os.environ.get("LABEL_STUDIO_TOKEN", "")
+    if not token:
+        print("Label Studio: LABEL_STUDIO_URL is set but LABEL_STUDIO_TOKEN is not; skipped")
+        return None
+    tokens = [t for t in os.environ.get("LABEL_STUDIO_TOKENS", "").split(",") if t.strip()]
+    try:
+        return LabelStudio(url, token, [t.strip() for t in tokens])
+    except (OSError, RuntimeError, ValueError) as exc:
+        print(f"Label Studio at {url}: skipped ({exc})")
+        return None
+
+
 def drive(clients: list[Client], seconds: float, step) -> float:
     """Run ``step(client)`` on every client in its own thread for ``seconds``; returns wall time."""
     stop = time.monotonic() + seconds
@@ -392,7 +742,8 @@ def check_invariants(
     from django.db.models import Count, Q
 
     from annotation import tiecap
-    from annotation.models import Slot, Vote
+    from annotation.models import ProjectMember, Slot, Vote
+    from annotation.services.counters import counters_recount
 
     problems = []
     k = project.annotators_per_sample
@@ -409,7 +760,10 @@ def check_invariants(
     )
     if dup_slots:
         problems.append(f"{dup_slots} annotators hold two slots of one sample")
-    every_vote = Vote.objects.filter(sample__project=project, annotator_id__in=user_ids)
+    # The votes of this run: not the history (--history) the accounts started with.
+    every_vote = Vote.objects.filter(
+        sample__project=project, annotator_id__in=user_ids, sample__external_id__startswith="b-"
+    )
     dup_votes = (
         every_vote.values("sample_id", "criterion_id", "annotator_id", "round")
         .annotate(n=Count("id"))
@@ -419,9 +773,10 @@ def check_invariants(
     if dup_votes:
         problems.append(f"{dup_votes} duplicated votes")
     votes = every_vote.filter(round=0)
+    history = Vote.objects.filter(sample__project=project, annotator_id__in=user_ids, round=0)
     over_cap = [
         (row["annotator_id"], row["t"], row["n"])
-        for row in votes.values("annotator_id").annotate(
+        for row in history.values("annotator_id").annotate(
             n=Count("id"), t=Count("id", filter=Q(choice="tie"))
         )
         if row["t"] and not tiecap.within_cap(ties=row["t"], votes=row["n"], cap=project.tie_cap)
@@ -456,7 +811,39 @@ def check_invariants(
     unacked = stored.keys() - acked.keys()
     if unacked:
         problems.append(f"{len(unacked)} stored votes never acknowledged")
+    members = ProjectMember.objects.filter(project=project, user_id__in=user_ids)
+    kept = {m["user_id"]: m for m in members.values()}
+    counters_recount(project_id=project.pk)
+    drift = [m["user_id"] for m in members.values() if m != kept[m["user_id"]]]
+    if drift:
+        problems.append(f"{len(drift)} annotators' counters differ from a recount")
     return problems
+
+
+def peer_line(peer: LabelStudio, projects: dict[int, int], n: int, users: int, args, ours: float):
+    """Run Label Studio's loop at the same size and concurrency; print it beside ours."""
+    from annotation.models import Criterion
+
+    try:
+        if n not in projects:
+            criteria = list(
+                Criterion.objects.filter(project__slug=f"bench-{n}", split="open_ended")
+                .order_by("order")
+                .values_list("name", flat=True)
+            )
+            projects[n] = peer.project_create(n, criteria, 3)
+        result, errors = peer.run(projects[n], users, args.seconds)
+    except (OSError, RuntimeError, KeyError, TypeError) as exc:
+        print(f"  Label Studio: skipped ({exc!r})", flush=True)
+        return
+    times = ours / result["per_s"] if result["per_s"] else float("nan")
+    print(
+        f"  Label Studio {n:,} x {users}: {result['n']} loops, {result['per_s']:.1f} loops/s,"
+        f" p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms, {len(errors)} errors"
+        + (f" (first: {errors[0]})" if errors else "")
+        + f"; ours / Label Studio: {times:.1f}x",
+        flush=True,
+    )
 
 
 # --- main ---------------------------------------------------------------------------------
@@ -470,13 +857,15 @@ def main() -> int:
     proc = None
     failures = 0
     try:
-        django_setup(url)
+        django_setup(url, args.cache_url)
+        peer = label_studio_from_env()
         projects = {}
         for n in sizes:
             began = time.monotonic()
             projects[n] = build_project(n)
             print(f"built project of {n:,} samples in {time.monotonic() - began:.1f}s", flush=True)
         proc = start_gunicorn(url, args)
+        peer_projects: dict[int, int] = {}
         print(
             f"gunicorn on 127.0.0.1:{args.port}: {args.workers} workers x {args.threads} threads;"
             f" {args.seconds:g}s per run\n"
@@ -492,6 +881,22 @@ def main() -> int:
             project = projects[n]
             for users in levels:
                 accounts = make_accounts(project, f"u{n}-{users}", users)
+                if args.history:
+                    began = time.monotonic()
+                    written = build_history(
+                        project, [uid for uid, _ in accounts], args.history, f"u{n}-{users}"
+                    )
+                    print(
+                        f"  history: {written:,} formal votes for {users} annotators"
+                        f" ({args.history:,} each) in {time.monotonic() - began:.1f}s",
+                        flush=True,
+                    )
+                ms = progress_timing(project, accounts[0][0])
+                print(
+                    f"  member_progress {ms['member_progress']:.2f} ms (floor, the member row:"
+                    f" {ms['floor']:.2f} ms; counting the history: {ms['history count']:.2f} ms)",
+                    flush=True,
+                )
                 clients = [Client(args.port, uid, key, args.tie_every) for uid, key in accounts]
                 for client in clients:
                     client.start(project.slug)
@@ -521,6 +926,8 @@ def main() -> int:
                     problems.append(f"{refused} votes refused")
                 failures += bool(problems)
                 ratio = label["per_s"] / base["per_s"] if base["per_s"] else float("nan")
+                if peer is not None:
+                    peer_line(peer, peer_projects, n, users, args, label["per_s"])
                 print(
                     f"{n:>8,} {users:>5} | {label['n']:>6} {label['per_s']:>8.1f} "
                     f"{label['p50']:>7.1f} {label['p95']:>7.1f} {label['p99']:>7.1f} | "
@@ -538,6 +945,10 @@ def main() -> int:
     finally:
         if proc is not None:
             stop_gunicorn(proc)
+        if peer is not None:
+            for pid in peer_projects.values():
+                with contextlib.suppress(OSError):
+                    peer.project_delete(pid)
         from django.db import connections
 
         connections.close_all()

@@ -56,6 +56,11 @@ def _in_group(user: Any, name: str) -> bool:
     return name in cache
 
 
+def roles_remember(user: Any, groups: set[str]) -> None:
+    """Record the role groups ``user`` is in (read with the user), so no query asks again."""
+    user._group_names_cache = set(groups)
+
+
 def is_lead(user: Any) -> bool:
     return bool(getattr(user, "is_superuser", False)) or _in_group(user, LEAD_GROUP)
 

@@ -23,6 +23,7 @@ from django.utils import timezone
 from annotation import tiecap
 from annotation.importing.service import ImportReport, samples_import
 from annotation.models import Criterion, Project, ProjectMember, Sample, Slot, Vote
+from annotation.services.counters import counters_recount
 from annotation.services.projects import member_add, project_get_or_create, roles_ensure
 from core.permissions import LEAD_GROUP
 
@@ -238,6 +239,7 @@ def _simulate(project: Project, samples: list[DemoSample], lead: User, annotator
         ["annotator", "claimed_at", "lease_expires_at", "completed_at"],
     )
     Vote.objects.bulk_create(votes, batch_size=1000)
+    counters_recount(project_id=project.pk)  # written in bulk, so counted once at the end
     return len(votes)
 
 

@@ -167,6 +167,16 @@ class ProjectMember(models.Model):
         related_name="+",
     )
     joined_at = models.DateTimeField(auto_now_add=True)
+    # Formal-work counters, kept in the vote transaction (annotation.services.voting) so the
+    # labeling screen and the tie cap read them instead of counting the annotator's history.
+    # ``formal_votes`` / ``formal_ties``: every formal vote (and tie) in the project;
+    # ``done_votes``: formal votes on the member's completed slots; ``done_<split>``: completed
+    # slots per split. A completed slot never changes hands, so these only move with votes.
+    formal_votes = models.PositiveIntegerField(default=0)
+    formal_ties = models.PositiveIntegerField(default=0)
+    done_votes = models.PositiveIntegerField(default=0)
+    done_open_ended = models.PositiveIntegerField(default=0)
+    done_reasoning = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["project", "user__username"]

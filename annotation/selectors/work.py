@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import CharField, Func, TextField, Value
+from django.utils import timezone
 
 from .. import tiecap
 from ..models import (
-    Choice,
     Criterion,
     Project,
     ProjectMember,
@@ -23,6 +26,8 @@ from ..models import (
 )
 
 SPLITS = list(Split.values)
+#: The member's counter of completed slots of each split (annotation.services.counters).
+DONE_FIELD = {split: f"done_{split}" for split in SPLITS}
 
 
 class ProjectCriteria:
@@ -48,6 +53,49 @@ def project_criteria(project: Project) -> ProjectCriteria:
     return cached
 
 
+class _LiveCriteriaJson(Func):
+    """A Project query's live criteria as one JSON array of objects, every column of the row."""
+
+    output_field = TextField()
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _sql(self, connection: Any, aggregate: str, build: str) -> tuple[str, list[Any]]:
+        qn = connection.ops.quote_name
+        pairs = ", ".join(
+            f"'{f.column}', c.{qn(f.column)}" for f in Criterion._meta.concrete_fields
+        )
+        sql = (
+            f"(SELECT {aggregate}({build}({pairs})) FROM {Criterion._meta.db_table} c"
+            f" WHERE c.project_id = {Project._meta.db_table}.id AND c.removed_at IS NULL)"
+        )
+        return sql, []
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(connection, "json_group_array", "json_object")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = self._sql(connection, "json_agg", "json_build_object")
+        return f"{sql}::text", params
+
+
+def project_for_labeling(slug: str) -> Project | None:
+    """The project with its criteria (as :func:`project_criteria` loads them), in one query."""
+    project = Project.objects.filter(slug=slug).annotate(criteria_json=_LiveCriteriaJson()).first()
+    if project is None:
+        return None
+    fields = Criterion._meta.concrete_fields
+    names = [f.attname for f in fields]
+    criteria = [
+        Criterion.from_db("default", names, [f.to_python(row[f.column]) for f in fields])
+        for row in json.loads(project.criteria_json or "[]")
+    ]
+    criteria.sort(key=lambda c: (c.split, c.order, c.key))
+    project._work_criteria = ProjectCriteria(criteria)
+    return project
+
+
 def formal_votes(project: Project, user: Any):
     return Vote.objects.filter(
         annotator_id=user.pk, round=Vote.FORMAL_ROUND, sample__project_id=project.pk
@@ -65,58 +113,134 @@ def _tables() -> dict[str, str]:
 
 
 def member_progress(project: Project, user: Any) -> ProjectMember | None:
-    """The active membership with formal counters, in one query.
+    """The active membership with its formal counters, in one query, whatever its history.
 
     Adds ``f_votes`` and ``f_ties`` (all formal votes in the project: the tie cap's n and t),
     ``f_done`` (formal votes on samples whose slot the user holds), ``n_open`` (slots held and
-    not completed), ``n_skips`` (skipped items not voted on since) and ``slots_<split>`` (slots
-    held per split). Written as SQL because it runs on every labeling request and the ORM spent
-    longer composing it than the database running it; every subquery is a range on the
-    (annotator, ...) indexes, whatever the project size.
+    not completed), ``n_skips`` (1 when a skipped item has not been voted on since, else 0) and
+    ``slots_<split>`` (slots held per split). The history part comes from the member's
+    counters (kept by the vote transaction, see annotation.services.counters); only the open
+    slots, a batch at most, are counted here, on the (annotator, completed_at) index.
     """
     if not getattr(user, "is_authenticated", False):
         return None
     t = _tables()
-    votes = (
-        f"FROM {t['vote']} v JOIN {t['sample']} s ON s.id = v.sample_id"
-        " WHERE v.annotator_id = %s AND v.round = 0 AND s.project_id = %s"
+    on_split = ", ".join(
+        f"COALESCE(SUM(CASE WHEN s.split = %s THEN 1 ELSE 0 END), 0) AS open_{split}"
+        for split in SPLITS
     )
-    slots = (
-        f"FROM {t['slot']} sl JOIN {t['sample']} s ON s.id = sl.sample_id"
-        " WHERE sl.annotator_id = %s AND s.project_id = %s"
-    )
-    ids = [user.pk, project.pk]
-    columns = [
-        (f"(SELECT COUNT(*) {votes}) AS f_votes", ids),
-        (f"(SELECT COUNT(*) {votes} AND v.choice = %s) AS f_ties", [*ids, Choice.TIE.value]),
-        (
-            f"(SELECT COUNT(*) {votes} AND EXISTS (SELECT 1 FROM {t['slot']} x"
-            " WHERE x.sample_id = v.sample_id AND x.annotator_id = v.annotator_id)) AS f_done",
-            ids,
-        ),
-        (f"(SELECT COUNT(*) {slots} AND sl.completed_at IS NULL) AS n_open", ids),
-        (
-            f"(SELECT COUNT(*) FROM {t['skip']} k JOIN {t['sample']} s ON s.id = k.sample_id"
-            " WHERE k.annotator_id = %s AND s.project_id = %s AND NOT EXISTS (SELECT 1"
-            f" FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
-            " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
-            " AS n_skips",
-            ids,
-        ),
-    ]
-    for split in SPLITS:
-        columns.append(
-            (f"(SELECT COUNT(*) {slots} AND s.split = %s) AS slots_{split}", [*ids, split])
-        )
-
     sql = (
-        "SELECT m.*, "
-        + ", ".join(c for c, _ in columns)
-        + f" FROM {t['member']} m WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s"
+        f"SELECT m.*, o.*, {_skipped_sql()} AS n_skips"
+        f" FROM {t['member']} m, (SELECT COUNT(*) AS n_open, {on_split},"
+        f" COALESCE(SUM((SELECT COUNT(*) FROM {t['vote']} v WHERE v.sample_id = sl.sample_id"
+        " AND v.annotator_id = sl.annotator_id AND v.round = 0)), 0) AS open_votes"
+        f" FROM {t['slot']} sl JOIN {t['sample']} s ON s.id = sl.sample_id"
+        " WHERE sl.annotator_id = %s AND sl.completed_at IS NULL AND s.project_id = %s) o"
+        " WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s"
     )
-    params = [p for _, ps in columns for p in ps] + [project.pk, user.pk, True]
+    params = [*SPLITS, user.pk, project.pk, project.pk, user.pk, True]
     rows = list(ProjectMember.objects.raw(sql, params))
-    return rows[0] if rows else None
+    if not rows:
+        return None
+    member = rows[0]
+    opened = {split: int(getattr(member, f"open_{split}")) for split in SPLITS}
+    return _progress(member, int(member.n_open), int(member.open_votes), opened)
+
+
+def _skipped_sql() -> str:
+    """1 when the member ``m`` has a skipped item not voted on since, else 0 (SQL)."""
+    t = _tables()
+    return (
+        "CASE WHEN EXISTS (SELECT 1"
+        f" FROM {t['skip']} k JOIN {t['sample']} ks ON ks.id = k.sample_id"
+        " WHERE k.annotator_id = m.user_id AND ks.project_id = m.project_id AND NOT EXISTS ("
+        f" SELECT 1 FROM {t['vote']} v WHERE v.sample_id = k.sample_id AND v.criterion_id ="
+        " k.criterion_id AND v.annotator_id = k.annotator_id AND v.round = k.round))"
+        " THEN 1 ELSE 0 END"
+    )
+
+
+def _progress(
+    member: ProjectMember, n_open: int, open_votes: int, opened: dict[str, int]
+) -> ProjectMember:
+    """Add the progress attributes: the counters plus what the open slots hold."""
+    member.f_votes, member.f_ties = member.formal_votes, member.formal_ties
+    member.f_done = member.done_votes + open_votes
+    for split in SPLITS:
+        done = getattr(member, DONE_FIELD[split], 0)
+        setattr(member, f"slots_{split}", done + opened.get(split, 0))
+    member.n_open = n_open
+    return member
+
+
+class _MemberJson(Func):
+    """The user's active membership row (and ``n_skips``) as JSON; the same on every row."""
+
+    output_field = TextField()
+
+    def __init__(self, project_id: int, user_id: int) -> None:
+        super().__init__()
+        self.ids = [project_id, user_id]
+
+    def _sql(self, connection: Any, build: str) -> tuple[str, list[Any]]:
+        qn = connection.ops.quote_name
+        pairs = ", ".join(
+            f"'{f.column}', m.{qn(f.column)}" for f in ProjectMember._meta.concrete_fields
+        )
+        sql = (
+            f"(SELECT {build}({pairs}, 'n_skips', {_skipped_sql()})"
+            f" FROM {_tables()['member']} m"
+            " WHERE m.project_id = %s AND m.user_id = %s AND m.is_active = %s)"
+        )
+        return sql, [*self.ids, True]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(connection, "json_object")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = self._sql(connection, "json_build_object")
+        return f"{sql}::text", params
+
+
+def open_slots(project: Project, user: Any):
+    """The user's open slots with their samples and the criteria already voted, oldest first."""
+    return (
+        Slot.objects.filter(
+            annotator_id=user.pk, completed_at__isnull=True, sample__project=project
+        )
+        .select_related("sample")
+        .annotate(voted_criteria=voted_criteria(user))
+        .order_by("claimed_at", "sample_id")
+    )
+
+
+def open_slots_progress(project: Project, user: Any) -> tuple[ProjectMember | None, list[Slot]]:
+    """:func:`member_progress` and :func:`open_slots` in one query while the user holds open
+    slots (every labeling request but the one that claims a batch), else two."""
+    if not getattr(user, "is_authenticated", False):
+        return None, []
+    rows = list(open_slots(project, user).annotate(member_json=_MemberJson(project.pk, user.pk)))
+    if not rows:
+        return member_progress(project, user), []
+    if rows[0].member_json is None:
+        return None, []
+    data = json.loads(rows[0].member_json)
+    fields = ProjectMember._meta.concrete_fields
+    values = [_aware(f.to_python(data[f.column])) for f in fields]
+    member = ProjectMember.from_db("default", [f.attname for f in fields], values)
+    member.n_skips = int(data["n_skips"])
+    voted = sum(len([c for c in (r.voted_criteria or "").split(",") if c]) for r in rows)
+    opened: dict[str, int] = {}
+    for row in rows:
+        opened[row.sample.split] = opened.get(row.sample.split, 0) + 1
+    return _progress(member, len(rows), voted, opened), rows
+
+
+def _aware(value: Any) -> Any:
+    """A datetime read from JSON, aware (SQLite's are naive UTC); other values unchanged."""
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        return timezone.make_aware(value, UTC)
+    return value
 
 
 def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:
@@ -182,6 +306,35 @@ def formal_allowance(project: Project, member: ProjectMember) -> int:
 def formal_tie_wait(project: Project, member: ProjectMember) -> int | None:
     """Formal votes still to cast before a new tie is allowed (0: now; None: never)."""
     return tiecap.votes_until_tie(ties=member.f_ties, votes=member.f_votes, cap=project.tie_cap)
+
+
+class _VotedCriteria(Func):
+    """Comma-joined criterion ids of one user's formal votes on the row's sample ('' or None)."""
+
+    output_field = CharField()
+
+    def __init__(self, user_id: int) -> None:
+        super().__init__(Value(user_id))
+
+    def _sql(self, compiler: Any, connection: Any, join: str) -> tuple[str, list[Any]]:
+        user_sql, user_params = compiler.compile(self.source_expressions[0])
+        slot, vote = _tables()["slot"], _tables()["vote"]
+        sql = (
+            f"(SELECT {join} FROM {vote} v WHERE v.sample_id = {slot}.sample_id"
+            f" AND v.annotator_id = {user_sql} AND v.round = 0)"
+        )
+        return sql, list(user_params)
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(compiler, connection, "group_concat(v.criterion_id)")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        return self._sql(compiler, connection, "string_agg(v.criterion_id::text, ',')")
+
+
+def voted_criteria(user: Any) -> Func:
+    """For a Slot query: the criteria the user has voted on (formal round) of the slot's sample."""
+    return _VotedCriteria(user.pk)
 
 
 def skip_order(user: Any, sample_ids: list[int], round_: int) -> dict[tuple[int, int], int]:

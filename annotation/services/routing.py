@@ -21,12 +21,23 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .. import audit, routing
-from ..models import Choice, PanelLabel, Project, RoutingPolicy, Sample, Slot, Vote
+from ..models import (
+    Choice,
+    PanelLabel,
+    Project,
+    ProjectMember,
+    RoutingPolicy,
+    Sample,
+    Slot,
+    Vote,
+)
 from ..selectors.work import project_criteria
+from .counters import counters_add
 
 Item = tuple[int, int]  # (sample id, criterion id)
 
@@ -133,7 +144,7 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
     )
     now = timezone.now()
     unheld: list[int] = []
-    held: list[Q] = []
+    held: list[tuple[int, int]] = []
     for slot_id, sample_id, annotator_id in slots:
         left = [
             c.pk
@@ -144,16 +155,64 @@ def slots_settle(*, project: Project, sample_ids: Sequence[int]) -> int:
             if annotator_id is None:
                 unheld.append(slot_id)
             else:
-                held.append(Q(pk=slot_id, annotator_id=annotator_id))
+                held.append((slot_id, annotator_id))
     done = Slot.objects.filter(
         pk__in=unheld, annotator__isnull=True, completed_at__isnull=True
     ).update(completed_at=now)
     for start in range(0, len(held), 500):  # each held slot only while its holder is unchanged
-        condition = Q(pk__in=[])
-        for one in held[start : start + 500]:
-            condition |= one
-        done += Slot.objects.filter(condition, completed_at__isnull=True).update(completed_at=now)
+        done += slots_mark(project=project, held=held[start : start + 500], complete=True)
     return done
+
+
+def slots_mark(*, project: Project, held: Sequence[tuple[int, int]], complete: bool) -> int:
+    """Complete (or reopen) the held slots ``(slot id, holder id)`` and move the holders' counters.
+
+    Each slot changes only while its holder is the one read and it is still open (or still
+    complete); the holders' member rows are locked first, in id order, as a vote locks its own
+    member row before its slot, so the two never wait on each other in a cycle. Returns how many
+    slots changed.
+    """
+    if not held:
+        return 0
+    holders = sorted({annotator_id for _, annotator_id in held})
+    with transaction.atomic():
+        members = {
+            m.user_id: m.pk
+            for m in ProjectMember.objects.select_for_update()
+            .filter(project=project, user_id__in=holders)
+            .order_by("pk")
+        }
+        condition = Q(pk__in=[])
+        for slot_id, annotator_id in held:
+            condition |= Q(pk=slot_id, annotator_id=annotator_id)
+        rows = list(
+            Slot.objects.select_for_update()
+            .filter(condition, completed_at__isnull=complete)
+            .values_list("pk", "sample_id", "annotator_id", "sample__split")
+        )
+        if not rows:
+            return 0
+        Slot.objects.filter(pk__in=[r[0] for r in rows]).update(
+            completed_at=timezone.now() if complete else None
+        )
+        votes = Vote.objects.filter(
+            sample_id__in={r[1] for r in rows},
+            annotator_id__in={r[2] for r in rows},
+            round=Vote.FORMAL_ROUND,
+        ).values_list("sample_id", "annotator_id")
+        on_slot: dict[tuple[int, int], int] = defaultdict(int)
+        for key in votes:
+            on_slot[key] += 1
+        sign = 1 if complete else -1
+        for _, sample_id, annotator_id, split in rows:
+            if annotator_id in members:
+                counters_add(
+                    member_id=members[annotator_id],
+                    done_votes=sign * on_slot[(sample_id, annotator_id)],
+                    done_split=split,
+                    done_slots=sign,
+                )
+    return len(rows)
 
 
 def after_vote(*, project: Project, sample_id: int, criterion_id: int) -> dict[str, int]:
@@ -192,20 +251,30 @@ def after_vote(*, project: Project, sample_id: int, criterion_id: int) -> dict[s
             if completed_at is not None and (annotator_id, criterion_id) not in voted
         ]
         if skipped:
-            reopened = Slot.objects.filter(pk__in=skipped, completed_at__isnull=False).update(
-                completed_at=None
+            reopened = Slot.objects.filter(
+                pk__in=skipped, annotator__isnull=True, completed_at__isnull=False
+            ).update(completed_at=None)
+            reopened += slots_mark(
+                project=project,
+                held=[(pk, a) for pk, a, _ in slots if pk in skipped and a is not None],
+                complete=False,
             )
             slots = [(pk, a, None if pk in skipped else done) for pk, a, done in slots]
     criteria = project_criteria(project).of(sample.split)
-    done = Q(pk__in=[])
+    unheld: list[int] = []
+    held: list[tuple[int, int]] = []
     for pk, annotator_id, completed_at in slots:
         if completed_at is None and all(
             (sample_id, c.pk) in settled for c in criteria if (annotator_id, c.pk) not in voted
         ):
-            done |= Q(pk=pk, annotator_id=annotator_id)
-    settled_n = Slot.objects.filter(done, completed_at__isnull=True).update(
-        completed_at=timezone.now()
-    )
+            if annotator_id is None:
+                unheld.append(pk)
+            else:
+                held.append((pk, annotator_id))
+    settled_n = Slot.objects.filter(
+        pk__in=unheld, annotator__isnull=True, completed_at__isnull=True
+    ).update(completed_at=timezone.now())
+    settled_n += slots_mark(project=project, held=held, complete=True)
     return {"reopened": reopened, "settled": settled_n}
 
 

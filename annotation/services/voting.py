@@ -29,22 +29,14 @@ from typing import Any
 from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
-    Case,
-    Count,
-    DateTimeField,
     Exists,
-    F,
     OuterRef,
-    Q,
     Subquery,
-    Value,
-    When,
 )
-from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from annotation.selectors.work import formal_votes, project_criteria, seed_swapped
+from annotation.selectors.work import project_criteria, seed_swapped
 from core.text import counted
 
 from .. import scales, tiecap
@@ -62,22 +54,20 @@ from ..models import (
     Vote,
     VoteRevision,
 )
+from ..selectors.work import DONE_FIELD
 from . import routing
-from .assignment import count_of
+from .counters import counters_add
 from .work_types import VoteRejected
-
-
-def _formal_counts(project: Project, annotator: Any) -> tuple[int, int]:
-    """(formal votes, formal ties) of the annotator in the project, in one query."""
-    counts = formal_votes(project, annotator).aggregate(
-        n=Count("pk"), t=Count("pk", filter=Q(choice=Choice.TIE))
-    )
-    return counts["n"], counts["t"]
 
 
 def tie_allowance(*, project: Project, annotator: Any) -> int:
     """Ties the annotator may cast now, one after the other (formal votes only)."""
-    n, t = _formal_counts(project, annotator)
+    row = (
+        ProjectMember.objects.filter(project=project, user_id=annotator.pk)
+        .values("formal_votes", "formal_ties")
+        .first()
+    )
+    n, t = (row["formal_votes"], row["formal_ties"]) if row else (0, 0)
     return tiecap.allowance(ties=t, votes=n, cap=project.tie_cap)
 
 
@@ -86,8 +76,9 @@ def _percent(cap: Any) -> str:
     return f"{value:.0f}%" if value == int(value) else f"{value:.1f}%"
 
 
-def _tie_check(*, project: Project, annotator: Any, revising: bool) -> None:
-    n, t = _formal_counts(project, annotator)
+def _tie_check(*, project: Project, member: ProjectMember, revising: bool) -> None:
+    """Refuse a tie over the cap, from the member's counters read under their row lock."""
+    n, t = member.formal_votes, member.formal_ties
     allowed = (
         tiecap.revise_to_tie_allowed(ties=t, votes=n, cap=project.tie_cap)
         if revising
@@ -254,7 +245,9 @@ def _vote_context(
     """Membership, the user's slot on the sample, the seed check and existing votes: one query.
 
     With ``lock`` the membership row is locked (FOR UPDATE on PostgreSQL), which serialises
-    one annotator's ties; SQLite's IMMEDIATE transactions already serialise all writers.
+    one annotator's votes (and so their counters and ties); SQLite's IMMEDIATE transactions
+    already serialise all writers. The member's own columns are read after the lock is granted
+    (PostgreSQL re-reads a locked row), the other columns from the statement's snapshot.
     Written as SQL: it runs on every vote, and each part is a unique-index lookup.
     """
     t = {
@@ -396,10 +389,9 @@ def _vote_write(
     unsure: bool = False,
 ) -> Vote:
     with transaction.atomic():
-        # A tie is counted against the cap: lock first, count after (a fresh snapshot).
-        row = _vote_context(
-            project, annotator, sample_id, criterion.pk, lock=answer.choice == Choice.TIE
-        )
+        # Every vote moves the member's counters: lock the member row first, so the counters
+        # read here (the tie cap's n and t) are the latest committed ones.
+        row = _vote_context(project, annotator, sample_id, criterion.pk, lock=True)
         if row is None:
             raise VoteRejected("sample", "You are not an annotator in this project.")
         if row.is_calibrated:
@@ -439,9 +431,9 @@ def _vote_write(
                 return existing  # submitted again unchanged: nothing to refuse, nothing to write
             raise VoteRejected("vote", REVISION_LOCKED[project.vote_revision_window])
         if formal and choice == Choice.TIE and (existing is None or existing.choice != Choice.TIE):
-            # Counted after the lock taken above, so every committed tie is seen. Other votes
-            # take no lock: missing a concurrent non-tie only makes the count stricter.
-            _tie_check(project=project, annotator=annotator, revising=existing is not None)
+            # The counters were read under the lock taken above, so every committed tie is seen.
+            _tie_check(project=project, member=row, revising=existing is not None)
+        was_tie = existing is not None and existing.choice == Choice.TIE
         if existing is None:
             vote = Vote.objects.create(
                 sample_id=sample_id,
@@ -501,6 +493,10 @@ def _vote_write(
                 sample_id=sample_id,
                 annotator=annotator,
                 n_criteria=len(project_criteria(project).of(split)),
+                member_id=row.pk,
+                split=split,
+                new=existing is None,
+                ties=int(choice == Choice.TIE) - int(was_tie),
             )
             if not kept:
                 # The slot was reclaimed between the read and this write: undo the vote.
@@ -521,27 +517,69 @@ NOT_YOURS = (
 
 
 def _slot_touch(
-    *, project: Project, slot_id: int, sample_id: int, annotator: Any, n_criteria: int
+    *,
+    project: Project,
+    slot_id: int,
+    sample_id: int,
+    annotator: Any,
+    n_criteria: int,
+    member_id: int,
+    split: str,
+    new: bool,
+    ties: int,
 ) -> bool:
-    """Renew the lease, and complete the slot once every criterion has a vote.
+    """Renew the lease, complete the slot once every criterion has a vote, move the counters.
 
     The update only matches while the slot is still the annotator's, so it doubles as the
     ownership check of the vote being written (a concurrent claim of an expired lease either
     waits for this transaction and then finds the lease renewed, or wins and this matches 0).
+    The member's counters (annotation.services.counters) take the vote (``new``), the change
+    in ties, and the slot's votes when this write completes it; on PostgreSQL in the same
+    statement.
     """
     now = timezone.now()
-    voted = count_of(
-        Vote.objects.filter(sample_id=sample_id, annotator_id=annotator.pk, round=Vote.FORMAL_ROUND)
+    slot_t, vote_t = Slot._meta.db_table, Vote._meta.db_table
+    voted = (
+        f"(SELECT COUNT(*) FROM {vote_t} v WHERE v.sample_id = %s AND v.annotator_id = %s"
+        " AND v.round = 0)"
     )
-    completed = Case(
-        When(completed_at__isnull=False, then=F("completed_at")),
-        When(GreaterThanOrEqual(voted, n_criteria), then=Value(now)),
-        default=Value(None),
-        output_field=DateTimeField(),
+    touch = (
+        f"UPDATE {slot_t} SET lease_expires_at = %s, completed_at = CASE"
+        f" WHEN completed_at IS NOT NULL THEN completed_at WHEN {voted} >= %s THEN %s"
+        f" ELSE NULL END WHERE id = %s AND annotator_id = %s RETURNING completed_at, {voted}"
     )
-    return bool(
-        Slot.objects.filter(pk=slot_id, annotator_id=annotator.pk).update(
-            lease_expires_at=now + timedelta(minutes=project.lease_minutes),
-            completed_at=completed,
+    at = connection.ops.adapt_datetimefield_value(now)
+    until = connection.ops.adapt_datetimefield_value(now + timedelta(minutes=project.lease_minutes))
+    who = [sample_id, annotator.pk]
+    params = [until, *who, n_criteria, at, slot_id, annotator.pk, *who]
+    if connection.vendor == "postgresql":
+        member_t, done = ProjectMember._meta.db_table, DONE_FIELD[split]
+        sql = (
+            f"WITH s AS ({touch} AS on_sample), c AS (SELECT completed_at = %s AS now_done,"
+            " completed_at IS NOT NULL AS done, on_sample FROM s),"
+            f" m AS (UPDATE {member_t} SET formal_votes = formal_votes + %s,"
+            " formal_ties = formal_ties + %s, done_votes = done_votes + CASE WHEN c.now_done"
+            " THEN c.on_sample WHEN c.done THEN %s ELSE 0 END,"
+            f" {done} = {done} + CASE WHEN c.now_done THEN 1 ELSE 0 END"
+            f" FROM c WHERE {member_t}.id = %s RETURNING 1) SELECT 1 FROM s"
         )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, at, int(new), ties, int(new), member_id])
+            return cursor.fetchone() is not None
+    with connection.cursor() as cursor:
+        cursor.execute(touch, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    completed_at, on_sample = row
+    completed_now = _as_datetime(completed_at) == now  # SQLite hands it back naive
+    # Completed now: the slot's votes, this one included, are done; already: just this one.
+    done_votes = int(on_sample) if completed_now else int(new and completed_at is not None)
+    counters_add(
+        member_id=member_id,
+        votes=int(new),
+        ties=ties,
+        done_votes=done_votes,
+        done_split=split if completed_now else "",
     )
+    return True

@@ -24,6 +24,8 @@ from annotation.selectors.work import (
     formal_tie_wait,
     formal_total,
     member_progress,
+    open_slots,
+    open_slots_progress,
     project_criteria,
     seed_swapped,
     skip_order,
@@ -48,6 +50,7 @@ from .assignment import (
     leases_renew,
     slots_claim,
 )
+from .counters import counters_recount
 from .work_types import VoteRejected, WorkItem, WorkState
 
 
@@ -118,14 +121,9 @@ def _calibration_items(project: Project, member: ProjectMember, user: Any):
     return items, voted
 
 
-def _open_slots(project: Project, user: Any) -> list[Slot]:
-    rows = list(
-        Slot.objects.filter(
-            annotator_id=user.pk, completed_at__isnull=True, sample__project=project
-        )
-        .select_related("sample")
-        .order_by("claimed_at", "sample_id")
-    )
+def _open_slots(project: Project, user: Any, rows: list[Slot] | None = None) -> list[Slot]:
+    """The user's open slots with their samples and, in the same query, the criteria voted."""
+    rows = list(open_slots(project, user)) if rows is None else rows
     for slot in rows:
         slot.sample.project = project
     return rows
@@ -134,6 +132,13 @@ def _open_slots(project: Project, user: Any) -> list[Slot]:
 def _formal_voted(user: Any, slots: list[Slot]) -> set[tuple[int, int]]:
     if not slots:
         return set()
+    if all(hasattr(slot, "voted_criteria") for slot in slots):  # read with the slots
+        return {
+            (slot.sample_id, int(c))
+            for slot in slots
+            for c in (slot.voted_criteria or "").split(",")
+            if c
+        }
     return set(
         Vote.objects.filter(
             annotator_id=user.pk,
@@ -180,7 +185,7 @@ def work_state(*, project: Project, annotator: Any) -> WorkState:
 
 def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
     """The next item to label, claiming a new batch when the annotator holds no open slot."""
-    member = member_progress(project, annotator)
+    member, held = open_slots_progress(project, annotator)
     if member is None:
         return None
     if not member.is_calibrated:
@@ -209,7 +214,7 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
         return None
 
     criteria = project_criteria(project)
-    slots = _open_slots(project, annotator) if member.n_open else []
+    slots = _open_slots(project, annotator, held)
     claimed = False
     for _ in range(2):
         if not slots:
@@ -250,9 +255,13 @@ def work_next(*, project: Project, annotator: Any) -> WorkItem | None:
                 returning=seen,
             )
         # Every criterion is voted (criteria changed since): close these slots and go on.
-        Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
-            completed_at=timezone.now()
-        )
+        with transaction.atomic():
+            # The member row first, as the vote transaction locks it (one lock order).
+            list(ProjectMember.objects.select_for_update().filter(pk=member.pk).values("pk"))
+            Slot.objects.filter(pk__in=[s.pk for s in slots], completed_at__isnull=True).update(
+                completed_at=timezone.now()
+            )
+            counters_recount(project_id=project.pk, user_id=annotator.pk)  # rare: recount
         slots = []
     return None
 

@@ -89,7 +89,7 @@ class InviteAccept(auth_views.PasswordResetConfirmView):
     token_generator = invite_tokens
     template_name = "registration/invite_accept.html"
     post_reset_login = True
-    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+    post_reset_login_backend = "core.backends.RoleModelBackend"
     success_url = reverse_lazy("home")
     reset_url_token = "set-password"
 

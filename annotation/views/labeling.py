@@ -12,11 +12,12 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from annotation.selectors.work import project_for_labeling
 from annotation.services import voting, work_types
 
 from ..ab import SHOWN_CHOICES, canonical_to_shown, shown_texts
@@ -30,7 +31,11 @@ TEMPLATE = "annotation/label.html"
 
 
 def _project(slug: str) -> Project:
-    return get_object_or_404(Project, slug=slug)
+    """The project and its criteria, read together (every labeling request needs both)."""
+    project = project_for_labeling(slug)
+    if project is None:
+        raise Http404("No such project.")
+    return project
 
 
 def _item_context(

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotation.models import Project, ProjectMember, Slot, Vote
 from annotation.services import voting, work
+from annotation.services.counters import counters_recount
 from annotation.services.projects import project_create
 from tests.annotation.work_data import make_formal
 
@@ -99,6 +100,9 @@ def race_check(project_id: int, results: list[dict[str, Any]]) -> dict[str, Any]
         problems.append("a vote was acknowledged twice")
     if sorted(acked) != sorted(votes):
         problems.append(f"acknowledged {len(acked)} votes but {len(votes)} stored")
+    drift = counters_drift(project)
+    if drift:
+        problems.append(f"member counters differ from a recount: {drift}")
     n_criteria = project.criteria.filter(split="open_ended").count()
     complete = sum(1 for v in voters.values() if len(v) == k)
     return {
@@ -108,3 +112,15 @@ def race_check(project_id: int, results: list[dict[str, Any]]) -> dict[str, Any]
         "samples_complete": complete,
         "expected_votes": len(rows_per_sample) * k * n_criteria,
     }
+
+
+COUNTERS = ("formal_votes", "formal_ties", "done_votes", "done_open_ended", "done_reasoning")
+
+
+def counters_drift(project: Project) -> dict[int, tuple]:
+    """Members whose stored counters differ from a recount: {user id: (stored, recounted)}."""
+    members = ProjectMember.objects.filter(project=project).order_by("user_id")
+    stored = {m["user_id"]: tuple(m[c] for c in COUNTERS) for m in members.values()}
+    counters_recount(project_id=project.pk)
+    again = {m["user_id"]: tuple(m[c] for c in COUNTERS) for m in members.values()}
+    return {u: (stored[u], again[u]) for u in stored if stored[u] != again[u]}

@@ -8,6 +8,7 @@ import pytest
 
 from annotation.models import Choice, Criterion, PanelLabel, RoutingPolicy, Slot, Vote
 from annotation.services import assignment, routing, voting, work
+from tests.annotation.race import counters_drift
 from tests.annotation.work_data import GOOD, calibrate, make_formal
 
 
@@ -65,6 +66,7 @@ def test_the_third_annotator_is_not_asked_a_split_criterion(project, lead, annot
     slot = Slot.objects.get(sample=sample, annotator=three)
     assert slot.completed_at is not None
     assert not Vote.objects.filter(annotator=three, criterion=first).exists()
+    assert counters_drift(project) == {}  # the slot the queue completed moved the counters
 
 
 @pytest.mark.django_db
@@ -95,6 +97,7 @@ def test_a_slot_whose_remaining_criteria_stop_completes_at_once(project, lead, a
     slot.refresh_from_db()
     assert slot.completed_at is not None
     assert work.work_next(project=project, annotator=three) is None
+    assert counters_drift(project) == {}
 
 
 @pytest.mark.django_db
@@ -340,9 +343,11 @@ def test_a_revision_that_makes_an_item_keepable_asks_the_third_vote_again(
     slot = Slot.objects.get(sample=sample, annotator=three)
     slot.refresh_from_db()
     assert slot.completed_at is not None
+    assert counters_drift(project) == {}
     vote(project, one, sample, crits[0], "B")  # revised: B, B can still be kept
     slot.refresh_from_db()
     assert slot.completed_at is None
+    assert counters_drift(project) == {}  # reopened: the holder's completed slot is taken back
     assert queue_of(project, three) == [crits[0].key]
     slot.refresh_from_db()
     assert slot.completed_at is not None
@@ -364,7 +369,9 @@ def test_a_late_disagreeing_verifier_reopens_the_settled_slots(project, lead, an
     vote(project, two, sample, crits[0], "B")  # a second verifier disagrees: overruled
     reopened = Slot.objects.get(sample=sample, annotator__isnull=True)
     assert reopened.completed_at is None
+    assert counters_drift(project) == {}
     assert queue_of(project, three) == [crits[0].key]
+    assert counters_drift(project) == {}
 
 
 @pytest.mark.django_db
@@ -392,6 +399,7 @@ def test_switching_early_stopping_on_settles_the_open_slots(project, lead, annot
     assert not Slot.objects.filter(sample__in=samples, completed_at__isnull=True).exists()
     assert Slot.objects.get(sample=held, annotator=three).completed_at is not None
     assert work.work_next(project=project, annotator=three) is None
+    assert counters_drift(project) == {}
 
 
 @pytest.mark.django_db
