@@ -379,7 +379,9 @@ def _replicate_totals(
     return cohen.reshape(n_boot, g, size // g), dense_t.reshape(n_boot, g, dense.shape[1])
 
 
-def _ci(values: np.ndarray) -> tuple[list[float] | None, int]:
+def percentile_ci(values: np.ndarray) -> tuple[list[float] | None, int]:
+    """The CI_LEVEL percentile interval of bootstrap replicates (NaNs left out), and how many
+    replicates it used; None when none is defined."""
     ok = values[~np.isnan(values)]
     if not len(ok):
         return None, 0
@@ -578,7 +580,7 @@ class _Fit:
 def _with_ci(stat: Stat, values: np.ndarray | None, key: str = "ci") -> Stat:
     """Add the percentile interval of ``values`` to a defined statistic, in place."""
     if stat["value"] is not None and values is not None:
-        stat[key], n_ok = _ci(values)
+        stat[key], n_ok = percentile_ci(values)
         if key == "ci":
             stat["ci_replicates"] = n_ok
     return stat

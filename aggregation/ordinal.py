@@ -56,6 +56,7 @@ from .agreement import (
     Stat,
     _pair_observations,
     _ratings,
+    percentile_ci,
     undefined,
 )
 from .bootstrap import resample_counts
@@ -213,15 +214,6 @@ def _from_totals(
     return out, parts
 
 
-def _interval(values: np.ndarray) -> tuple[list[float] | None, int]:
-    ok = values[~np.isnan(values)]
-    if not len(ok):
-        return None, 0
-    half = (1 - CI_LEVEL) / 2 * 100
-    lo, hi = np.percentile(ok, [half, 100 - half])
-    return [float(lo), float(hi)], len(ok)
-
-
 def _stat(
     name: str, point: dict, parts: dict, boot: dict | None, min_overlap: int, items: int
 ) -> Stat:
@@ -272,7 +264,7 @@ def _stat(
         return undefined(reason, **info)
     stat: Stat = {"value": value, "undefined_reason": None, "ci": None, **info}
     if boot is not None:
-        stat["ci"], stat["ci_replicates"] = _interval(boot[name])
+        stat["ci"], stat["ci_replicates"] = percentile_ci(boot[name])
     return stat
 
 
