@@ -174,12 +174,21 @@ def work_state(*, project: Project, annotator: Any) -> WorkState:
     ).exists() or bool(
         claim_candidates(project=project, user=annotator, now=timezone.now(), limit=1)
     )
+    if has_work:
+        total = formal_share(project, member, criteria)
+        not_asked = 0
+    else:
+        total = formal_total(member, criteria)
+        # Under early stopping or routing the completed slots hold items never asked.
+        not_asked = max(total - member.f_done, 0) if routing.policy_on(project) else 0
+        total -= not_asked
     return WorkState(
         "formal" if has_work else "done",
         member.f_done,
-        formal_share(project, member, criteria) if has_work else formal_total(member, criteria),
+        total,
         formal_allowance(project, member),
         member.calibration_round,
+        not_asked,
     )
 
 

@@ -46,3 +46,6 @@ class WorkState:
     total: int
     ties_available: int | None
     calibration_round: int
+    # Done under early stopping or routing: the items of the annotator's samples never asked
+    # because their labels were settled without them (counted out of ``total``).
+    not_asked: int = 0

@@ -421,3 +421,27 @@ def test_the_dashboard_counts_a_settled_sample_complete(project, lead, annotator
     assert open_ended["votes_done"] == len(crits)
     # Two samples x 5 criteria x 3 votes, less the 2 x 5 the verified sample did not need.
     assert open_ended["votes_needed"] == 2 * len(crits) * 3 - 2 * len(crits)
+
+
+@pytest.mark.django_db
+def test_the_end_screen_counts_only_the_items_asked(client, project, lead, annotators):
+    """An annotator whose queue ends with items early stopping settled sees them counted out."""
+    (sample,), crits = setup_project(project, lead, annotators)
+    one, two, three = annotators[:3]
+    for user in (one, two, three):
+        work.work_next(project=project, annotator=user)
+    vote(project, one, sample, crits[0], "A")
+    vote(project, two, sample, crits[0], "B")
+    assert len(queue_of(project, three)) == len(crits) - 1
+    state = work.work_state(project=project, annotator=three)
+    assert (state.mode, state.done, state.total, state.not_asked) == (
+        "done",
+        len(crits) - 1,
+        len(crits) - 1,
+        1,
+    )
+    client.force_login(three)
+    page = client.get(f"/projects/{project.slug}/label/").content.decode()
+    assert "All done, thank you!" in page
+    assert f"<strong>{len(crits) - 1}</strong> of {len(crits) - 1} votes" in page
+    assert "1 item of your samples did not need your answer" in page
