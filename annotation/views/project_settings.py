@@ -18,6 +18,7 @@ from ..selectors import projects as selectors
 from ..selectors.criteria import criteria_changes, criteria_with_votes
 from ..services.project_settings import (
     EDITABLE_SETTINGS,
+    LOCKED_ONCE_VOTED,
     criterion_update,
     label_scale_fixed_reason,
     project_settings_update,
@@ -62,6 +63,15 @@ class ProjectSettingsForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in self.KEEP_WHEN_ABSENT:
             self.fields[name].required = False
+        if self.instance.pk is not None and selectors.project_has_formal_votes(
+            project=self.instance
+        ):
+            for name in LOCKED_ONCE_VOTED:  # shown as they are, with the reason
+                self.fields[name].disabled = True
+                self.fields[name].help_text = (
+                    "Fixed: formal votes exist, and this setting decided which items got "
+                    "fewer votes."
+                )
         # Left out of a post, the scale stays as it is (it is fixed once formal work starts).
         self.fields["label_scale"].required = False
         fixed = label_scale_fixed_reason(project=self.instance)

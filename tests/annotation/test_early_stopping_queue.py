@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -295,6 +296,16 @@ def test_policy_settings_lock_once_formal_votes_exist(client, project, lead, ann
     with pytest.raises(ValidationError) as refused:
         project_settings_update(project=project, by=lead, early_stopping=False)
     assert "early_stopping" in refused.value.message_dict
+    # The settings page shows the fixed ones disabled, with the reason; a post cannot move them.
+    client.force_login(lead)
+    url = f"/projects/{project.slug}/settings/"
+    page = client.get(url).content.decode()
+    for name in ("routing_policy", "audit_share", "audit_seed"):
+        (tag,) = re.findall(rf'<(?:select|input)[^>]*name="{name}"[^>]*>', page)
+        assert " disabled" in tag, tag
+    (tag,) = re.findall(r'<input[^>]*name="early_stopping"[^>]*>', page)
+    assert " disabled" not in tag  # it can still be switched on (here: it is on)
+    assert "Fixed: formal votes exist" in page
 
 
 @pytest.mark.django_db
