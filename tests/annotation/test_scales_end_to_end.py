@@ -223,6 +223,38 @@ def test_import_calibrate_vote_aggregate_version(client, tmp_path, lead, scale):
     jsonl = json.loads(version.files.get(kind="jsonl").file.open("rb").readline())
     assert ("median_grade" in jsonl) == (scale == "graded")
 
+    # -> score: a verdict judge right on every row, and a reward model right on all but one.
+    from judging.models import Scorecard
+    from judging.services.scoring import judge_run_upload
+
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(
+        "".join(
+            json.dumps({"question_id": r["question_id"], "prediction": r["preference"]}) + "\n"
+            for r in rows
+        )
+    )
+    with verdicts.open("rb") as handle:
+        judge_run_upload(version=version, judge="verdicts", file=handle, by=lead)
+    card = Scorecard.objects.get(version=version, judge="verdicts", split="open_ended")
+    assert (card.avg, card.pacc) == (100.0, 100.0)
+    wrong = rows[0]["question_id"]
+    scores = tmp_path / "scores.jsonl"
+    lines = []
+    for r in rows:
+        better = r["preference"] == "model_a"
+        if r["question_id"] == wrong:
+            better = not better
+        a, b = (2.5, 0.5) if better else (0.5, 2.5)
+        lines.append(json.dumps({"question_id": r["question_id"], "score_a": a, "score_b": b}))
+    scores.write_text("\n".join(lines) + "\n")
+    with scores.open("rb") as handle:
+        judge_run_upload(version=version, judge="reward", file=handle, by=lead, tie_margin=0.1)
+    card = Scorecard.objects.get(version=version, judge="reward", split="open_ended")
+    per_criterion = card.figures["per_criterion"]
+    assert sum(c["correct"] for c in per_criterion.values()) == len(rows) - 1
+    assert card.pacc == 50.0  # one of the two prompts has a criterion wrong
+
 
 def test_a_changed_grade_with_the_same_choice_updates_the_label(client, tmp_path, lead):
     project, users = _project("graded", tmp_path, lead)
