@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import CharField, Func, TextField, Value
+from django.db.models import CharField, Func, JSONField, TextField, Value
 from django.utils import timezone
 
 from .. import tiecap
@@ -80,6 +80,17 @@ class _LiveCriteriaJson(Func):
         return f"{sql}::text", params
 
 
+def _field_value(field: Any, value: Any) -> Any:
+    """A criterion column as read from the JSON of :func:`project_for_labeling`.
+
+    SQLite's json_object() embeds a JSON column (the rubric) as its text, PostgreSQL's
+    json_build_object() as JSON: both come back as the decoded value.
+    """
+    if isinstance(field, JSONField) and isinstance(value, str):
+        return json.loads(value)
+    return field.to_python(value)
+
+
 def project_for_labeling(slug: str) -> Project | None:
     """The project with its criteria (as :func:`project_criteria` loads them), in one query."""
     project = Project.objects.filter(slug=slug).annotate(criteria_json=_LiveCriteriaJson()).first()
@@ -88,7 +99,7 @@ def project_for_labeling(slug: str) -> Project | None:
     fields = Criterion._meta.concrete_fields
     names = [f.attname for f in fields]
     criteria = [
-        Criterion.from_db("default", names, [f.to_python(row[f.column]) for f in fields])
+        Criterion.from_db("default", names, [_field_value(f, row[f.column]) for f in fields])
         for row in json.loads(project.criteria_json or "[]")
     ]
     criteria.sort(key=lambda c: (c.split, c.order, c.key))
