@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -168,4 +170,59 @@ def test_counts_live_until_the_aggregation_counted_every_split(project, lead):
     assert counts(project) == {"total": 1, "reviewed": 1, "left": 0}
     project_aggregate(project=project, n_boot=10)  # no votes: the direct label goes
     assert ReviewQueueFigures.objects.filter(project=project, counted=True).count() == 2
+    assert_stored_equals_live(project)
+
+
+needs_postgres = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="this race runs on PostgreSQL (set DATABASE_URL)"
+)
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True)
+def test_marks_racing_each_other_and_an_aggregation(project, lead, annotators):
+    """Tabs marking and unmarking the same samples while the aggregation rewrites the labels."""
+    c = criteria_of(project)
+    samples = [make_sample(project, f"s{i}") for i in range(12)]
+    for i, sample in enumerate(samples):
+        cast_all(sample, c[0], annotators[:3], "AAA" if i % 3 else "ABt")
+    project_aggregate(project=project, n_boot=5)
+    # The next run keeps every dropped label (4 samples join the queue) and rewrites others.
+    for i, sample in enumerate(samples):
+        if i % 3 == 0 or i % 4 == 0:
+            Vote.objects.filter(sample=sample, criterion=c[0]).update(choice="B")
+    barrier = threading.Barrier(7)
+    errors: list[BaseException] = []
+
+    def marker(seed: int) -> None:
+        try:
+            barrier.wait()
+            for step in range(24):
+                sample = samples[(seed * 5 + step) % len(samples)]
+                if (seed + step) % 3:
+                    sample_mark_reviewed(sample=sample, by=lead)
+                else:
+                    sample_unmark_reviewed(sample=sample, by=lead)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def aggregator() -> None:
+        try:
+            barrier.wait()
+            project_aggregate(project=project, n_boot=5)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=marker, args=(i,)) for i in range(6)]
+    threads.append(threading.Thread(target=aggregator))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert live(project)["total"] == 12  # every label is kept after the run
     assert_stored_equals_live(project)
