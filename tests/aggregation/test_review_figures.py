@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from aggregation.models import ReviewQueueFigures, SampleReview
@@ -78,6 +79,21 @@ def test_unfiltered_counts_read_the_stored_figures(project, voted):
     assert len(ctx.captured_queries) == 2
     # Another filter counts live.
     assert review_counts(project=project, filters=QueueFilters(kind="unanimous"))["total"] == 3
+
+
+def test_the_default_page_does_not_count_the_queue(client, project, lead, voted):
+    ReviewQueueFigures.objects.filter(project=project, split="open_ended").update(
+        total=1000, reviewed=400
+    )
+    client.force_login(lead)
+    response = client.get(reverse("review-queue", args=[project.slug]))
+    assert response.status_code == 200
+    counts = response.context["counts"]
+    assert (counts["total"], counts["reviewed"], counts["left"]) == (1001, 400, 601)
+    assert response.context["pages"] == 21  # 1,001 samples at 50 a page
+    # A filter other than the split counts the queue itself.
+    response = client.get(reverse("review-queue", args=[project.slug]) + "?kind=unanimous")
+    assert response.context["counts"]["total"] == 3
 
 
 def test_reviews_and_unreviews_move_the_reviewed_figure(project, lead, voted):
