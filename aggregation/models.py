@@ -188,6 +188,34 @@ class SampleReview(models.Model):
     reviewed_at = models.DateTimeField()
 
 
+class ReviewQueueFigures(models.Model):
+    """Per split, the non-seed samples holding a kept label and how many of them are reviewed.
+
+    Counted over every status: the review queue takes retired samples (and seeds, when the
+    project exports them) off live, from the few such rows. The aggregation job stores the
+    figures with the labels; marking and unmarking a sample reviewed move ``reviewed`` under
+    this row's lock (aggregation.services.review_figures).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    split = models.CharField(max_length=20, choices=Split.choices)
+    total = models.PositiveIntegerField(default=0)
+    reviewed = models.PositiveIntegerField(default=0)
+    counted = models.BooleanField(
+        default=False,
+        help_text="False until the aggregation counted the split (the queue then counts live).",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "split"], name="review_figures_once"),
+            models.CheckConstraint(
+                condition=models.Q(reviewed__lte=models.F("total")),
+                name="review_figures_reviewed_le_total",
+            ),
+        ]
+
+
 def version_file_path(instance: "DatasetFile", filename: str) -> str:
     """``versions/<project id>/v<n>-<key>/<filename>``, the key derived from SECRET_KEY.
 

@@ -7,11 +7,14 @@ Builds N open-ended samples x 5 criteria x 3 formal votes (plus slots and aggreg
 a fresh project of the database named by DATABASE_URL (use a scratch database), then prints the
 seconds and the number of SQL queries of: the dashboard figures with nothing stored, storing
 them (the aggregation job's part), the dashboard with the stored figures and again after 1% new
-votes, a review-queue page as the view reads it (counts, then rows: page 1 and by id in the
-middle), the queue counts and one item's next / previous. The project is deleted afterwards
-unless --keep; --project times a project kept by an earlier run instead of building one (the
-study's design size, --samples 100000, takes minutes to build), --repeat times the dashboard R
-times. Adding the new votes changes a kept project (a criterion "extra..." with 1% votes).
+votes, storing the review queue's figures (also the job's part), a review-queue page as the
+view reads it (counts, then rows: page 1 and by id in the middle), the queue counts from the
+stored figures beside the same counted live (what every page did before), the filtered counts
+(live) and one item's next / previous. One sample in ten is marked reviewed. The project is
+deleted afterwards unless --keep; --project times a project kept by an earlier run instead of
+building one (the study's design size, --samples 100000, takes minutes to build), --repeat
+times the dashboard and the counts R times. Adding the new votes changes a kept project (a
+criterion "extra..." with 1% votes).
 """
 
 from __future__ import annotations
@@ -32,10 +35,17 @@ django.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.db.models import Count, Exists, OuterRef, Q  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from aggregation.models import CriterionLabel, DashboardSnapshot, Outcome  # noqa: E402
+from aggregation.models import (  # noqa: E402
+    CriterionLabel,
+    DashboardSnapshot,
+    Outcome,
+    ReviewQueueFigures,
+    SampleReview,
+)
 from aggregation.selectors.dashboard import dashboard_figures  # noqa: E402
 from aggregation.selectors.review_queue import (  # noqa: E402
     QueueFilters,
@@ -48,7 +58,8 @@ from aggregation.services.dashboard import (  # noqa: E402
     dashboard_labels_refresh,
     dashboard_snapshot_refresh,
 )
-from annotation.models import Criterion, Project, Sample, Slot, Vote  # noqa: E402
+from aggregation.services.review import review_figures_refresh  # noqa: E402
+from annotation.models import Criterion, Project, Sample, Slot, Split, Vote  # noqa: E402
 from annotation.services.projects import member_add, project_create  # noqa: E402
 
 BATCH = 5000
@@ -154,6 +165,63 @@ def queue_view(filters: QueueFilters, after: int | None = None):
     return review_page(project=project, filters=filters, counts=counts, after=after)
 
 
+def copy_samples(project: Project, copies: int) -> None:
+    """Copy the project's samples with their labels ``copies`` times over in SQL (no votes).
+
+    Makes the study's design size (100,000 samples) in well under the minutes building its
+    votes takes; the dashboard's vote figures then cover only the first samples.
+    """
+    if copies < 2:
+        return
+    sample_cols = [f.column for f in Sample._meta.concrete_fields if f.column != "id"]
+    label_cols = [
+        f.column
+        for f in CriterionLabel._meta.concrete_fields
+        if f.column not in ("id", "sample_id")
+    ]
+    picked = ["s.external_id || '-c' || n" if c == "external_id" else f"s.{c}" for c in sample_cols]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Sample._meta.db_table} ({', '.join(sample_cols)}) "
+            f"SELECT {', '.join(picked)} FROM {Sample._meta.db_table} s, "
+            "generate_series(2, %s) n WHERE s.project_id = %s ORDER BY n, s.id",
+            [copies, project.pk],
+        )
+        cursor.execute(
+            f"INSERT INTO {CriterionLabel._meta.db_table} (sample_id, {', '.join(label_cols)}) "
+            f"SELECT c.id, {', '.join('l.' + col for col in label_cols)} "
+            f"FROM {CriterionLabel._meta.db_table} l "
+            f"JOIN {Sample._meta.db_table} s ON s.id = l.sample_id "
+            "CROSS JOIN generate_series(2, %s) n "
+            f"JOIN {Sample._meta.db_table} c ON c.project_id = s.project_id "
+            "AND c.external_id = s.external_id || '-c' || n "
+            "WHERE s.project_id = %s AND s.external_id NOT LIKE '%%-c%%'",
+            [copies, project.pk],
+        )
+        cursor.execute("ANALYZE")
+
+
+def mark_reviewed(project: Project) -> None:
+    """One sample in ten of the queue marked reviewed by the lead (as a kept project would be)."""
+    if SampleReview.objects.filter(sample__project=project).exists():
+        return
+    lead = User.objects.get_or_create(username="bench-lead")[0]
+    now = timezone.now()
+    ids = review_queue(project=project).values_list("id", flat=True)[::10]
+    SampleReview.objects.bulk_create(
+        [SampleReview(sample_id=i, reviewed_by=lead, reviewed_at=now) for i in ids],
+        batch_size=BATCH,
+    )
+
+
+def live_counts(project: Project) -> dict[str, int]:
+    """The unfiltered counts as every page counted them before the stored figures."""
+    reviewed = Exists(SampleReview.objects.filter(sample=OuterRef("pk")))
+    return review_queue(project=project).aggregate(
+        total=Count("id"), reviewed=Count("id", filter=Q(reviewed))
+    )
+
+
 def timed(label: str, fn) -> None:
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
@@ -171,6 +239,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--project", help="slug of a project kept by an earlier run")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--copies", type=int, default=1, help="copy the built samples and labels C times in SQL"
+    )
     args = parser.parse_args()
     rng = random.Random(0)
     start = time.perf_counter()
@@ -179,6 +250,7 @@ def main() -> None:
         args.keep = True
     else:
         project = build(args.samples, rng)
+        copy_samples(project, args.copies)
     n_samples = Sample.objects.filter(project=project).count()
     n_votes = Vote.objects.filter(sample__project=project).count()
     print(
@@ -205,13 +277,29 @@ def main() -> None:
             f"dashboard figures, {added:,} votes since",
             lambda: dashboard_figures(project=project),
         )
+        mark_reviewed(project)
+        ReviewQueueFigures.objects.filter(project=project).delete()
+        timed(
+            "storing the review-queue figures",
+            lambda: [review_figures_refresh(project=project, split=s) for s in Split.values],
+        )
+        stored = review_counts(project=project)
+        live = live_counts(project)
+        assert (stored["total"], stored["reviewed"]) == (live["total"], live["reviewed"])
+        print(f"review queue: {live['total']:,} samples, {live['reviewed']:,} reviewed")
+        for _ in range(args.repeat):
+            timed("review counts, stored (no filter)", lambda: review_counts(project=project))
+            timed("review counts, live (before)", lambda: live_counts(project))
         for name, queue_filters in (("no filter", QueueFilters()), ("filtered", filters)):
             timed(f"review queue page 1 ({name})", lambda f=queue_filters: queue_view(f))
             timed(
                 f"review queue page by id ({name})",
                 lambda f=queue_filters: queue_view(f, after=middle),
             )
-        timed("review counts", lambda: review_counts(project=project, filters=filters))
+        timed(
+            "review counts (filtered, live)",
+            lambda: review_counts(project=project, filters=filters),
+        )
         timed(
             "next / previous of one item",
             lambda: review_neighbours(

@@ -4,6 +4,10 @@ The queue holds the active samples with at least one label kept by aggregation (
 only when the project exports them), ordered by id so next / previous are stable while the lead
 works. Filters narrow it; a sample that leaves the filtered queue (say, once it is marked
 reviewed under "not yet reviewed") still has neighbours, found by id.
+
+The counts of the queue unfiltered (or narrowed to a split) come from ReviewQueueFigures, which
+the aggregation job stores with the labels, corrected live by the few retired samples and the
+seeds; other filters count live.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ from django.shortcuts import get_object_or_404
 from aggregation.selectors.review import labels_with_review_state
 from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
 
-from ..models import CriterionLabel, Outcome, Provenance, ReviewDecision, SampleReview
+from ..models import (
+    CriterionLabel,
+    Outcome,
+    Provenance,
+    ReviewDecision,
+    ReviewQueueFigures,
+    SampleReview,
+)
 
 KINDS = {
     "unanimous": (Outcome.KEPT_UNANIMOUS,),
@@ -110,17 +121,73 @@ def review_queue(*, project: Project, filters: QueueFilters | None = None) -> Qu
     return qs.order_by("id")
 
 
+def _reviewed() -> Exists:
+    return Exists(SampleReview.objects.filter(sample=OuterRef("pk")))
+
+
+def figure_members(*, project_id: int) -> QuerySet[Sample]:
+    """The samples ReviewQueueFigures counts: non-seed, holding a kept label, of any status."""
+    kept = CriterionLabel.objects.filter(sample=OuterRef("pk"), outcome__in=Outcome.kept())
+    return Sample.objects.filter(project_id=project_id, is_seed=False).filter(Exists(kept))
+
+
+def review_figures_compute(*, project_id: int, split: str) -> dict[str, int]:
+    """Count what ReviewQueueFigures stores for one split (total and reviewed), live."""
+    return (
+        figure_members(project_id=project_id)
+        .filter(split=split)
+        .aggregate(total=Count("id"), reviewed=Count("id", filter=Q(_reviewed())))
+    )
+
+
+def _stored_counts(project: Project, split: str) -> dict[str, int] | None:
+    """The queue's total and reviewed from the stored figures; None when not all are stored."""
+    rows = list(
+        ReviewQueueFigures.objects.filter(project=project, counted=True).values_list(
+            "split", "total", "reviewed"
+        )
+    )
+    if len(rows) < len(Split.values):
+        return None
+    total = sum(t for s, t, _ in rows if not split or s == split)
+    reviewed = sum(r for s, _, r in rows if not split or s == split)
+    # The stored figures hold retired samples and no seeds: take the ones off and (when the
+    # project exports seeds) add the others, both read on partial indexes of few rows.
+    off = Q(is_seed=False) & ~Q(status=SampleStatus.ACTIVE)
+    seeds = Q(is_seed=True, status=SampleStatus.ACTIVE)
+    kept = CriterionLabel.objects.filter(sample=OuterRef("pk"), outcome__in=Outcome.kept())
+    others = Sample.objects.filter(project=project).filter(
+        off | seeds if project.export_includes_seeds else off
+    )
+    if split:
+        others = others.filter(split=split)
+    fix = others.filter(Exists(kept)).aggregate(
+        off=Count("id", filter=Q(is_seed=False)),
+        off_reviewed=Count("id", filter=Q(is_seed=False) & Q(_reviewed())),
+        seeds=Count("id", filter=Q(is_seed=True)),
+        seeds_reviewed=Count("id", filter=Q(is_seed=True) & Q(_reviewed())),
+    )
+    return {
+        "total": total - fix["off"] + fix["seeds"],
+        "reviewed": reviewed - fix["off_reviewed"] + fix["seeds_reviewed"],
+    }
+
+
 def review_counts(*, project: Project, filters: QueueFilters | None = None) -> dict[str, int]:
     """How many samples the queue holds, how many are reviewed and how many are left.
 
     Counted without the "not yet reviewed" filter, so the figures say what is left overall.
+    With no filter but the split, read from the stored figures (two small queries).
     """
     base = filters or QueueFilters()
     base = QueueFilters(**{**base.__dict__, "unreviewed": False})
-    figures = review_queue(project=project, filters=base).aggregate(
-        total=Count("id"),
-        reviewed=Count("id", filter=Q(Exists(SampleReview.objects.filter(sample=OuterRef("pk"))))),
-    )
+    figures = None
+    if not QueueFilters(**{**base.__dict__, "split": ""}).active:
+        figures = _stored_counts(project, base.split)
+    if figures is None:
+        figures = review_queue(project=project, filters=base).aggregate(
+            total=Count("id"), reviewed=Count("id", filter=Q(_reviewed()))
+        )
     figures["left"] = figures["total"] - figures["reviewed"]
     figures["share"] = figures["reviewed"] / figures["total"] if figures["total"] else None
     return figures

@@ -73,6 +73,7 @@ from .. import agreement, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
+from .review import review_figures_ensure, review_figures_refresh
 
 Progress = Callable[..., None]
 
@@ -756,6 +757,8 @@ def _aggregate_split(
         writes = _write_labels(
             project=project, split=split, criteria=criteria, items=items, job=job, now=now
         )
+        # The review queue's figures move with the labels, in the same transaction.
+        review_figures_refresh(project=project, split=split)
         if figures is not None:
             AgreementSnapshot.objects.update_or_create(
                 project=project,
@@ -843,6 +846,7 @@ def project_aggregate(
                     inputs_state=f"{state}:{_labels_state(project)}"
                 )
             dashboard_labels_refresh(project=project)
+        review_figures_ensure(project=project)
     parts = [
         f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
         f"{r['samples_kept']:,} of {counted(r['samples'], 'sample')}"

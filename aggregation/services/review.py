@@ -11,12 +11,14 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Criterion, Sample
+from annotation.models import Criterion, Project, Sample, Split
 from core.permissions import is_lead
 
-from ..models import CriterionLabel, Outcome, ReviewDecision, SampleReview
+from ..models import CriterionLabel, Outcome, ReviewDecision, ReviewQueueFigures, SampleReview
+from ..selectors.review_queue import figure_members, review_figures_compute
 
 Action = ReviewDecision.Action
 Reason = ReviewDecision.Reason
@@ -66,14 +68,62 @@ def review_decide(
     )
 
 
+def review_figures_refresh(*, project: Project, split: str) -> ReviewQueueFigures:
+    """Count the split's review-queue figures and store them (the aggregation job, per split).
+
+    Call in the transaction that writes the split's labels: the figures row stays locked until
+    it commits, so a reviewed mark made meanwhile waits and then moves the new figures.
+    """
+    with transaction.atomic():
+        row, _ = ReviewQueueFigures.objects.select_for_update().get_or_create(
+            project=project, split=split
+        )
+        figures = review_figures_compute(project_id=project.pk, split=split)
+        row.total, row.reviewed, row.counted = figures["total"], figures["reviewed"], True
+        row.save(update_fields=["total", "reviewed", "counted"])
+    return row
+
+
+def review_figures_ensure(*, project: Project) -> None:
+    """Count the splits whose review-queue figures were never counted (after an aggregation)."""
+    counted = set(
+        ReviewQueueFigures.objects.filter(project=project, counted=True).values_list(
+            "split", flat=True
+        )
+    )
+    for split in Split.values:
+        if split not in counted:
+            review_figures_refresh(project=project, split=split)
+
+
+def _figures_locked(sample: Sample) -> ReviewQueueFigures:
+    """The sample's split figures row, locked (created uncounted if the job never stored it).
+
+    Creating the row when missing makes an aggregation that counts at the same time wait for
+    this transaction, so its count sees the mark.
+    """
+    row, _ = ReviewQueueFigures.objects.select_for_update().get_or_create(
+        project_id=sample.project_id, split=sample.split
+    )
+    return row
+
+
+def _move_reviewed(row: ReviewQueueFigures, sample: Sample, by: int) -> None:
+    if row.counted and figure_members(project_id=sample.project_id).filter(pk=sample.pk).exists():
+        ReviewQueueFigures.objects.filter(pk=row.pk).update(reviewed=F("reviewed") + by)
+
+
 @transaction.atomic
 def sample_mark_reviewed(*, sample: Sample, by: Any) -> SampleReview:
     """Mark the sample reviewed (again: the mark then names the latest reviewer and time)."""
     if not is_lead(by):
         raise PermissionDenied("Only the project lead reviews samples.")
-    review, _ = SampleReview.objects.update_or_create(
+    row = _figures_locked(sample)
+    review, created = SampleReview.objects.update_or_create(
         sample=sample, defaults={"reviewed_by": by, "reviewed_at": timezone.now()}
     )
+    if created:
+        _move_reviewed(row, sample, 1)
     return review
 
 
@@ -85,4 +135,7 @@ def sample_unmark_reviewed(*, sample: Sample, by: Any) -> None:
     """
     if not is_lead(by):
         raise PermissionDenied("Only the project lead reviews samples.")
-    SampleReview.objects.filter(sample=sample).delete()
+    row = _figures_locked(sample)
+    deleted, _ = SampleReview.objects.filter(sample=sample).delete()
+    if deleted:
+        _move_reviewed(row, sample, -1)

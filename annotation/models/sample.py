@@ -61,6 +61,13 @@ class Sample(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "split", "is_seed"], name="sample_project_split_seed"),
+            # The few samples out of the active pool (the review queue takes them off its
+            # stored figures).
+            models.Index(
+                fields=["project", "split"],
+                condition=~models.Q(status="active"),
+                name="sample_not_active",
+            ),
         ]
 
     def __str__(self) -> str:
