@@ -15,6 +15,7 @@ from annotation.models import Criterion, PanelLabel, RoutingPolicy, Sample, Slot
 from annotation.services import routing, voting, work
 from annotation.services.work_types import VoteRejected
 from tests.annotation.work_data import GOOD, calibrate, make_formal
+from tests.conftest import make_sample
 
 from .votes import cast_all, criteria_of
 
@@ -108,14 +109,7 @@ def test_a_replay_with_early_stopping_gives_the_full_protocols_labels(project, l
 
 
 def test_the_same_votes_without_early_stopping_are_missing_not_dropped(project, annotators):
-    sample = Sample.objects.create(
-        project=project,
-        external_id="x1",
-        split="open_ended",
-        question="q",
-        response_a="a",
-        response_b="b",
-    )
+    sample = make_sample(project, "x1")
     criterion = criteria_of(project)[0]
     cast_all(sample, criterion, annotators, "AB")
     project.audit_share = Decimal("0")
@@ -144,14 +138,7 @@ def test_routing_provenance_panel_human_and_overruled(project, annotators):
     project.audit_share = Decimal("0")
     project.save()
     criteria = criteria_of(project)
-    sample = Sample.objects.create(
-        project=project,
-        external_id="r1",
-        split="open_ended",
-        question="q",
-        response_a="a",
-        response_b="b",
-    )
+    sample = make_sample(project, "r1")
     for c in criteria[:3]:
         PanelLabel.objects.create(
             sample=sample, criterion=c, choice="B", unanimous=True, consistent=True, routable=True
@@ -179,14 +166,7 @@ def test_routing_provenance_panel_human_and_overruled(project, annotators):
 
 
 def test_policies_off_keep_every_label_human_and_the_snapshot_unscoped(project, annotators):
-    sample = Sample.objects.create(
-        project=project,
-        external_id="h1",
-        split="open_ended",
-        question="q",
-        response_a="a",
-        response_b="b",
-    )
+    sample = make_sample(project, "h1")
     for c in criteria_of(project):
         cast_all(sample, c, annotators, "AAA")
     project_aggregate(project=project, n_boot=0)
@@ -221,19 +201,7 @@ def test_provenance_reaches_the_export_rows_and_the_manifest(project, lead, anno
     project.audit_seed = 11
     project.save()
     c = criteria_of(project)
-    s1, s2 = (
-        Sample.objects.create(
-            project=project,
-            external_id=e,
-            split="open_ended",
-            question="q",
-            response_a="a",
-            response_b="b",
-            model_a="ma",
-            model_b="mb",
-        )
-        for e in ("e1", "e2")
-    )
+    s1, s2 = (make_sample(project, e) for e in ("e1", "e2"))
     PanelLabel.objects.create(
         sample=s1, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
     )
@@ -299,17 +267,7 @@ def test_the_review_queue_shows_and_filters_by_provenance(client, project, lead,
     project.audit_share = Decimal("0")
     project.save()
     c = criteria_of(project)
-    routed, plain = (
-        Sample.objects.create(
-            project=project,
-            external_id=e,
-            split="open_ended",
-            question="q",
-            response_a="a",
-            response_b="b",
-        )
-        for e in ("routed-1", "plain-1")
-    )
+    routed, plain = (make_sample(project, e) for e in ("routed-1", "plain-1"))
     PanelLabel.objects.create(
         sample=routed, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
     )
@@ -340,14 +298,7 @@ def test_the_dashboard_shows_votes_saved_and_the_audit_scope(client, project, le
     project.audit_share = Decimal("0")
     project.save()
     c = criteria_of(project)
-    s1 = Sample.objects.create(
-        project=project,
-        external_id="d1",
-        split="open_ended",
-        question="q",
-        response_a="a",
-        response_b="b",
-    )
+    s1 = make_sample(project, "d1")
     PanelLabel.objects.create(
         sample=s1, criterion=c[0], choice="A", unanimous=True, consistent=True, routable=True
     )
