@@ -72,7 +72,7 @@ from core.text import counted
 from .. import agreement, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
-from .ordinal_agreement import ordinal_inputs_digest, ordinal_snapshot_figures
+from .ordinal_agreement import ordinal_snapshot_figures
 from .review import review_figures_ensure, review_figures_refresh
 
 Progress = Callable[..., None]
@@ -402,7 +402,11 @@ def _inputs_digest(
 ) -> str:
     """What the split's agreement figures are computed from; equal digests, equal figures."""
     with np.errstate(over="ignore"):
-        total = int(_mix(votes["id"] * 4 + votes["code"]).sum(dtype=np.uint64))
+        key = votes["id"] * 4 + votes["code"]
+        if "v_grade" in votes or "v_score_a" in votes:
+            # A revised grade or score that keeps the A/B choice changes the ordinal figures.
+            key = key * 65536 + _scale_key(votes)
+        total = int(_mix(key).sum(dtype=np.uint64))
     raters = sorted((int(pk), names.get(int(pk), "")) for pk in np.unique(votes["ann"]))
     text = json.dumps(
         {
@@ -725,11 +729,8 @@ def _aggregate_split(
     policy = _policy(project, split, criteria, items)
     _apply_policy(items, policy, k)
     names = _rater_names(votes)
-    scale_inputs = ordinal_inputs_digest(
-        project=project, votes=_formal_votes(project, split, criteria)
-    )
     scope = {"policy": policy.digest_key(items)} if policy.on else {}
-    inputs = _inputs_digest(votes, criteria, k, names, {**options, "scale": scale_inputs, **scope})
+    inputs = _inputs_digest(votes, criteria, k, names, {**options, **scope})
     unchanged = snapshot is not None and snapshot.figures.get("inputs_digest") == inputs
     now = timezone.now()
     figures = None
@@ -740,9 +741,7 @@ def _aggregate_split(
                 figures, _audit_figures(votes, items, policy, criteria, k, names, options)
             )
             figures["policy"] = policy.settings
-        ordinal = ordinal_snapshot_figures(
-            project=project, votes=_formal_votes(project, split, criteria), **options
-        )
+        ordinal = ordinal_snapshot_figures(scale=project.label_scale, votes=votes, **options)
         if ordinal is not None:
             figures["ordinal"] = ordinal
         figures = {

@@ -1,7 +1,7 @@
 """Ordinal agreement of a graded or pointwise project's split, for its agreement snapshot.
 
-The aggregation job calls :func:`ordinal_snapshot_figures` once per split with the votes that
-count (the same queryset its labels come from) and stores the result as the snapshot's
+The aggregation job calls :func:`ordinal_snapshot_figures` once per split with the vote arrays
+its labels come from (read once, with the grades or scores) and stores the result as the snapshot's
 ``ordinal`` entry; a pairwise project gets None. What is rated:
 
 - graded: each vote's grade (-2 .. +2, canonical A/B terms) on its (sample, criterion);
@@ -14,16 +14,14 @@ The statistics and their sample-cluster bootstrap are :mod:`aggregation.ordinal`
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
 
 from annotation import scales
-from annotation.models import Project
-from core.db import read_int_columns
 
 from ..ordinal import ordinal_figures_from_votes
+from ..scale_figures import MISSING
 
 GRADE_VALUES = list(range(scales.GRADE_MIN, scales.GRADE_MAX + 1))
 SCORE_VALUES = list(range(scales.SCORE_MIN, scales.SCORE_MAX + 1))
@@ -33,81 +31,58 @@ DIFFERENCE_VALUES = list(
 
 
 def ordinal_snapshot_figures(
-    *, project: Project, votes: Any, **options: Any
+    *, scale: str, votes: dict[str, np.ndarray], **options: Any
 ) -> dict[str, Any] | None:
-    """The ordinal figures of ``votes`` (a Vote queryset) for the project's scale, or None.
+    """The ordinal figures of a split's votes for the project's ``scale``, or None (pairwise).
 
-    ``options`` go to :func:`aggregation.ordinal.ordinal_figures` (``n_boot``, ``seed``,
-    ``min_overlap``).
+    ``votes`` are the arrays the aggregation job read (``ann``, ``sample``, ``crit`` and the
+    scale's ``v_grade`` or ``v_score_a`` / ``v_score_b``, with scale_figures.MISSING where a vote
+    has none); ``options`` go to :func:`aggregation.ordinal.ordinal_figures` (``n_boot``,
+    ``seed``, ``min_overlap``).
     """
-    scale = project.label_scale
     if scale == scales.GRADED:
-        cols = read_int_columns(
-            votes.filter(grade__isnull=False),
-            ["annotator_id", "sample_id", "criterion_id", "grade"],
-        )
-        item = _item_key(cols["sample_id"], cols["criterion_id"])
+        keep = votes["v_grade"] != MISSING
+        ann, sample, crit = (votes[c][keep] for c in ("ann", "sample", "crit"))
         return {
             "scale": scale,
             "grades": ordinal_figures_from_votes(
-                annotator=cols["annotator_id"],
-                item=item,
-                sample=cols["sample_id"],
-                value=cols["grade"],
+                annotator=ann,
+                item=_item_key(sample, crit),
+                sample=sample,
+                value=votes["v_grade"][keep],
                 values=GRADE_VALUES,
                 scale="graded",
                 **options,
             ),
         }
     if scale == scales.POINTWISE:
-        cols = read_int_columns(
-            votes.filter(score_a__isnull=False, score_b__isnull=False),
-            ["annotator_id", "sample_id", "criterion_id", "score_a", "score_b"],
-        )
-        item = _item_key(cols["sample_id"], cols["criterion_id"])
+        keep = (votes["v_score_a"] != MISSING) & (votes["v_score_b"] != MISSING)
+        ann, sample, crit = (votes[c][keep] for c in ("ann", "sample", "crit"))
+        score_a, score_b = votes["v_score_a"][keep], votes["v_score_b"][keep]
+        item = _item_key(sample, crit)
         both = np.concatenate
         return {
             "scale": scale,
             "scores": ordinal_figures_from_votes(
-                annotator=both([cols["annotator_id"]] * 2),
+                annotator=both([ann] * 2),
                 item=both([item * 2, item * 2 + 1]),
-                sample=both([cols["sample_id"]] * 2),
-                value=both([cols["score_a"], cols["score_b"]]),
+                sample=both([sample] * 2),
+                value=both([score_a, score_b]),
                 values=SCORE_VALUES,
                 scale="pointwise scores",
                 **options,
             ),
             "differences": ordinal_figures_from_votes(
-                annotator=cols["annotator_id"],
+                annotator=ann,
                 item=item,
-                sample=cols["sample_id"],
-                value=cols["score_a"] - cols["score_b"],
+                sample=sample,
+                value=score_a - score_b,
                 values=DIFFERENCE_VALUES,
                 scale="pointwise score differences",
                 **options,
             ),
         }
     return None
-
-
-def ordinal_inputs_digest(*, project: Project, votes: Any) -> str | None:
-    """A digest of the grades or scores of ``votes`` (None for a pairwise project).
-
-    The agreement snapshot is recomputed when its inputs change; a revised grade (A>B to A≫B)
-    leaves the pairwise choice as it was, so the grades and scores enter the inputs too.
-    """
-    fields = {
-        scales.GRADED: ["id", "grade"],
-        scales.POINTWISE: ["id", "score_a", "score_b"],
-    }.get(project.label_scale)
-    if fields is None:
-        return None
-    present = votes.exclude(**{f"{fields[1]}__isnull": True}).order_by("id")
-    cols = read_int_columns(present, fields)
-    digest = hashlib.sha256(project.label_scale.encode())
-    for name in fields:
-        digest.update(np.ascontiguousarray(cols[name], dtype=np.int64).tobytes())
-    return digest.hexdigest()
 
 
 def _item_key(sample: np.ndarray, criterion: np.ndarray) -> np.ndarray:
