@@ -39,7 +39,10 @@ def test_unknown_address_renders_the_site_404_page(db, settings):
 
 
 def _terminate_other_backends() -> int:
-    """Kill every other session on the test database, as a PostgreSQL restart would."""
+    """Kill every other session on the test database, as a PostgreSQL restart would.
+
+    Waits until each backend has exited, as after a restart (the server has closed the socket).
+    """
     params = connection.get_connection_params()
     killer = psycopg.connect(
         **{k: v for k, v in params.items() if k in {"dbname", "user", "password", "host", "port"}},
@@ -47,7 +50,7 @@ def _terminate_other_backends() -> int:
     )
     with killer:
         rows = killer.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
     return sum(1 for (ok,) in rows if ok)
@@ -123,3 +126,33 @@ def test_without_health_checks_the_stale_connection_fails_the_request(settings):
     finally:
         connection.close()
         connection.settings_dict["CONN_HEALTH_CHECKS"] = True
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_quiet_persistent_connection_is_reused_without_the_select_1(settings, monkeypatch):
+    """The health check costs no round trip while the server has not ended the connection."""
+    settings.DEBUG = False
+    cookie = _login_cookie("quiet")
+    checks: list[bool] = []
+    real = connection.is_usable
+
+    def counted() -> bool:
+        checks.append(True)
+        return real()
+
+    monkeypatch.setattr(connection, "is_usable", counted)
+    try:
+        assert _wsgi_get("/", cookie) == 200
+        pid = connection.connection.info.backend_pid
+        for _ in range(3):
+            assert _wsgi_get("/", cookie) == 200
+        assert connection.connection.info.backend_pid == pid  # the same connection, reused
+        assert checks == []
+        # A killed backend is still noticed: its socket is readable, so SELECT 1 runs.
+        assert _terminate_other_backends() >= 1
+        assert _wsgi_get("/", cookie) == 200
+        assert checks == [True]
+        assert connection.connection.info.backend_pid != pid
+    finally:
+        connection.close()
