@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.db import connection
 from django.db.models import CharField, Func, JSONField, TextField, Value
 from django.utils import timezone
@@ -264,8 +266,19 @@ def formal_total(member: ProjectMember, criteria: ProjectCriteria) -> int:
 POOL_CACHE_SECONDS = 60
 
 
+# In front of a shared cache, each process also keeps the figures this long: a labeling request
+# then makes no cache round trip for them (the figures are a minute old at most either way).
+POOL_MEMO_SECONDS = 5.0
+_pool_memo: dict[int, tuple[float, dict[str, int]]] = {}
+
+
 def project_pool(project: Project) -> dict[str, int]:
     """Active formal samples per split, and ``calibrated`` active members (cached, one query)."""
+    shared = not isinstance(caches["default"], LocMemCache)  # an in-process cache needs no memo
+    if shared:
+        memo = _pool_memo.get(project.pk)
+        if memo is not None and memo[0] > time.monotonic():
+            return memo[1]
     key = f"work-pool:{project.pk}"
     pool = cache.get(key)
     if pool is None:
@@ -289,6 +302,8 @@ def project_pool(project: Project) -> dict[str, int]:
             row = cursor.fetchone()
         pool = dict(zip([*SPLITS, "calibrated"], (int(n) for n in row), strict=True))
         cache.set(key, pool, POOL_CACHE_SECONDS)
+    if shared:
+        _pool_memo[project.pk] = (time.monotonic() + POOL_MEMO_SECONDS, pool)
     return pool
 
 

@@ -6,11 +6,13 @@ import re
 
 import pytest
 from django.core.cache import cache
+from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import tiecap
 from annotation.models import Criterion, Vote, WorkOrder
+from annotation.selectors import work as work_selectors
 from annotation.selectors.work import project_pool
 from annotation.services.projects import member_add
 from tests.annotation.test_labeling_views import HTMX, current_ids, label_url, submit
@@ -180,6 +182,28 @@ def test_project_size_is_counted_once_a_minute(project, lead, django_assert_num_
         assert project_pool(project)["open_ended"] == 3
     cache.clear()
     assert project_pool(project)["open_ended"] == 7
+
+
+def test_project_size_is_kept_in_the_process_in_front_of_a_shared_cache(
+    project, django_assert_num_queries, monkeypatch
+):
+    """A cache outside the process (dummy here: it keeps nothing) is not asked on every request."""
+    monkeypatch.setattr(work_selectors, "_pool_memo", {})
+    make_formal(project, 3)
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    ):
+        with django_assert_num_queries(1):
+            assert project_pool(project)["open_ended"] == 3
+        make_formal(project, 4, prefix="late")
+        with django_assert_num_queries(0):  # the process's memo, not the cache
+            assert project_pool(project)["open_ended"] == 3
+        monkeypatch.setattr(work_selectors, "POOL_MEMO_SECONDS", 0.0)
+        work_selectors._pool_memo.clear()
+        with django_assert_num_queries(1):
+            assert project_pool(project)["open_ended"] == 7
+        with django_assert_num_queries(1):  # expired at once: counted again
+            assert project_pool(project)["open_ended"] == 7
 
 
 def test_keeping_a_tie_already_cast_is_never_blocked(client, project, formal_member):
