@@ -55,7 +55,7 @@ from ..models import (
     VoteRevision,
 )
 from ..selectors.work import DONE_FIELD
-from . import routing
+from . import formal_vote, routing
 from .counters import counters_add
 from .work_types import VoteRejected
 
@@ -228,12 +228,26 @@ def vote_submit(
     criterion = criteria.by_id.get(criterion_id)
     if criterion is None:
         raise VoteRejected("criterion", "This criterion is not part of the project.")
-    args = (project, annotator, sample_id, criterion, answer, rationale, seconds, unsure)
-    try:
-        vote = _vote_write(*args)
-    except IntegrityError:
-        # The same vote was created concurrently (two tabs): once more, as a revision.
-        vote = _vote_write(*args)
+    vote = None
+    if formal_vote.available():
+        # The common vote in one statement; None sends every other case the general way.
+        vote = formal_vote.formal_vote_insert(
+            project=project,
+            annotator=annotator,
+            sample_id=sample_id,
+            criterion=criterion,
+            canonical={swapped: answer.canonical(swapped) for swapped in (False, True)},
+            rationale=rationale,
+            seconds=seconds,
+            unsure=unsure,
+        )
+    if vote is None:
+        args = (project, annotator, sample_id, criterion, answer, rationale, seconds, unsure)
+        try:
+            vote = _vote_write(*args)
+        except IntegrityError:
+            # The same vote was created concurrently (two tabs): once more, as a revision.
+            vote = _vote_write(*args)
     if vote.round == Vote.FORMAL_ROUND and routing.policy_on(project):
         routing.after_vote(project=project, sample_id=sample_id, criterion_id=criterion_id)
     return vote

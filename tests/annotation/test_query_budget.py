@@ -1,5 +1,5 @@
-"""Query budget: a labeling loop (submit + next) takes at most 7 queries in the services and 8
-over HTTP (11 when it claims the next batch), at any project size and any history."""
+"""Query budget: a labeling loop (submit + next) takes at most 3 queries in the services and 4
+over HTTP (7 when it claims the next batch), at any project size and any history."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from tests.annotation.work_data import bulk_samples
 
 # The loop that claims the next batch: the steady loop's, then (no open slot left) the member's
 # progress, the candidates, the claim and the new open slots.
-BUDGET = 11
-# Every other loop: criteria, BEGIN, vote context, vote insert, slot + counters, COMMIT, and the
-# open slots with their votes and the member's progress.
-STEADY_BUDGET = 7
+BUDGET = 7
+# Every other loop: criteria, the vote (member lock, checks, insert, slot and counters in one
+# statement, committed on its own), and the open slots with their votes and the member's progress.
+STEADY_BUDGET = 3
 LOOPS = 25  # crosses a batch boundary: 10 samples x 5 criteria = 50 items; start at item 40
 
 # Not wrapped in a test transaction: each service call runs its own transaction as in a request,
@@ -157,9 +157,9 @@ def test_graded_and_pointwise_loops_cost_what_a_pairwise_loop_costs(scale, answe
 
 
 # Over HTTP: the session comes from the shared cache (CACHE_URL set, as deployed), then the user
-# with their roles, the project with its criteria, BEGIN, the vote context, the vote, the slot
-# with the member's counters, COMMIT, and the open slots with the member's progress.
-HTTP_BUDGET = 8
+# with their roles, the project with its criteria, the vote in one statement (lock, checks, insert,
+# slot and counters), and the open slots with the member's progress.
+HTTP_BUDGET = 4
 
 
 @override_settings(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
