@@ -195,5 +195,5 @@ def _vote(
         updated_at=at,
     )
     vote._state.adding = False
-    vote._state.db = "default"
+    vote._state.db = connection.alias
     return vote
