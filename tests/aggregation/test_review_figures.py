@@ -252,7 +252,7 @@ def test_counts_live_until_the_aggregation_counted_every_split(project, lead):
 
 
 needs_postgres = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="this race runs on PostgreSQL (set DATABASE_URL)"
+    connection.vendor != "postgresql", reason="needs PostgreSQL (set DATABASE_URL)"
 )
 
 
