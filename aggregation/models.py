@@ -226,7 +226,7 @@ class ReviewQueueCell(models.Model):
     labels (bit masks). ``criterion`` set: a sample counted per kept label, with that label's
     kind and provenance. Both carry whether any of the sample's labels is not kept unanimously
     and whether it is reviewed, so a filtered count is a sum of cells. Stored and moved with
-    ReviewQueueFigures, under its row lock (aggregation.services.review_cells).
+    ReviewQueueFigures, under its row lock (aggregation.services.review).
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
