@@ -216,6 +216,47 @@ class ReviewQueueFigures(models.Model):
         ]
 
 
+CELL_KEY = ("kinds", "provenances", "disagreement", "reviewed")
+
+
+class ReviewQueueCell(models.Model):
+    """How many samples of a split's queue share one combination of the queue's filters.
+
+    ``criterion`` null: a sample counted once, with the kinds and provenances of all its kept
+    labels (bit masks). ``criterion`` set: a sample counted per kept label, with that label's
+    kind and provenance. Both carry whether any of the sample's labels is not kept unanimously
+    and whether it is reviewed, so a filtered count is a sum of cells. Stored and moved with
+    ReviewQueueFigures, under its row lock (aggregation.services.review).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    split = models.CharField(max_length=20, choices=Split.choices)
+    criterion = models.ForeignKey(
+        Criterion, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    kinds = models.PositiveSmallIntegerField()
+    provenances = models.PositiveSmallIntegerField()
+    disagreement = models.BooleanField()
+    reviewed = models.BooleanField()
+    n = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        # One cell per combination; two partial constraints, as a null criterion never equals
+        # another null in a unique constraint.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "split", "criterion", *CELL_KEY],
+                condition=models.Q(criterion__isnull=False),
+                name="review_cell_once",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "split", *CELL_KEY],
+                condition=models.Q(criterion__isnull=True),
+                name="review_cell_any_once",
+            ),
+        ]
+
+
 def version_file_path(instance: "DatasetFile", filename: str) -> str:
     """``versions/<project id>/v<n>-<key>/<filename>``, the key derived from SECRET_KEY.
 

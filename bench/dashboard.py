@@ -9,11 +9,12 @@ seconds and the number of SQL queries of: the dashboard figures with nothing sto
 them (the aggregation job's part), the dashboard with the stored figures and again after 1% new
 votes, storing the review queue's figures (also the job's part), a review-queue page as the
 view reads it (counts, then rows: page 1 and by id in the middle), the queue counts from the
-stored figures beside the same counted live (what every page did before), the filtered counts
-(live) and one item's next / previous. One sample in ten is marked reviewed. The project is
-deleted afterwards unless --keep; --project times a project kept by an earlier run instead of
-building one (the study's design size, --samples 100000, takes minutes to build), --repeat
-times the dashboard and the counts R times. Adding the new votes changes a kept project (a
+stored figures beside the same counted live (what every page did before), unfiltered and
+under five filter mixes, and one item's next / previous and position beside the same counted.
+One sample in ten is marked reviewed, one in a hundred flagged. The project is deleted
+afterwards unless --keep; --project times a project kept by an earlier run instead of building
+one (the study's design size, --samples 100000, takes minutes to build), --repeat times the
+dashboard and the counts R times. Adding the new votes changes a kept project (a
 criterion "extra..." with 1% votes).
 """
 
@@ -24,6 +25,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -43,6 +45,7 @@ from aggregation.models import (  # noqa: E402
     CriterionLabel,
     DashboardSnapshot,
     Outcome,
+    ReviewQueueCell,
     ReviewQueueFigures,
     SampleReview,
 )
@@ -51,6 +54,7 @@ from aggregation.selectors.review_queue import (  # noqa: E402
     QueueFilters,
     review_counts,
     review_neighbours,
+    review_next_id,
     review_page,
     review_queue,
 )
@@ -59,7 +63,15 @@ from aggregation.services.dashboard import (  # noqa: E402
     dashboard_snapshot_refresh,
 )
 from aggregation.services.review import review_figures_refresh  # noqa: E402
-from annotation.models import Criterion, Project, Sample, Slot, Split, Vote  # noqa: E402
+from annotation.models import (  # noqa: E402
+    Criterion,
+    ProblemReport,
+    Project,
+    Sample,
+    Slot,
+    Split,
+    Vote,
+)
 from annotation.services.projects import member_add, project_create  # noqa: E402
 
 BATCH = 5000
@@ -214,11 +226,32 @@ def mark_reviewed(project: Project) -> None:
     )
 
 
-def live_counts(project: Project) -> dict[str, int]:
-    """The unfiltered counts as every page counted them before the stored figures."""
+def live_counts(project: Project, filters: QueueFilters | None = None) -> dict[str, int]:
+    """The counts as every page counted them before the stored figures (the queue, live)."""
     reviewed = Exists(SampleReview.objects.filter(sample=OuterRef("pk")))
-    return review_queue(project=project).aggregate(
+    return review_queue(project=project, filters=filters).aggregate(
         total=Count("id"), reviewed=Count("id", filter=Q(reviewed))
+    )
+
+
+def live_neighbours(project: Project, filters: QueueFilters, sample_id: int) -> dict[str, int]:
+    """An item's next / previous and position as the item page read them before (counted)."""
+    queue = review_queue(project=project, filters=filters)
+    prev_id = queue.filter(id__lt=sample_id).order_by("-id").values_list("id", flat=True).first()
+    next_id = queue.filter(id__gt=sample_id).values_list("id", flat=True).first()
+    counts = queue.aggregate(total=Count("id"), before=Count("id", filter=Q(id__lt=sample_id)))
+    return {"prev_id": prev_id, "next_id": next_id, **counts}
+
+
+def flag(project: Project, every: int = 100) -> None:
+    """A problem report on one sample in ``every`` (the "flagged" filter)."""
+    if ProblemReport.objects.filter(sample__project=project).exists():
+        return
+    reporter = User.objects.get_or_create(username="bench-ann1")[0]
+    ids = Sample.objects.filter(project=project).order_by("id").values_list("id", flat=True)
+    ProblemReport.objects.bulk_create(
+        [ProblemReport(sample_id=i, reporter=reporter, kind="unreadable") for i in ids[::every]],
+        batch_size=BATCH,
     )
 
 
@@ -251,6 +284,10 @@ def main() -> None:
     else:
         project = build(args.samples, rng)
         copy_samples(project, args.copies)
+        # The steady state autovacuum keeps: visibility maps set, so index-only scans stay so.
+        with connection.cursor() as cursor:
+            for model in (Sample, CriterionLabel, Vote, Slot):
+                cursor.execute(f"VACUUM ANALYZE {model._meta.db_table}")
     n_samples = Sample.objects.filter(project=project).count()
     n_votes = Vote.objects.filter(sample__project=project).count()
     print(
@@ -278,10 +315,16 @@ def main() -> None:
             lambda: dashboard_figures(project=project),
         )
         mark_reviewed(project)
+        flag(project)
         ReviewQueueFigures.objects.filter(project=project).delete()
+        ReviewQueueCell.objects.filter(project=project).delete()
         timed(
-            "storing the review-queue figures",
+            "storing the review-queue figures and cells",
             lambda: [review_figures_refresh(project=project, split=s) for s in Split.values],
+        )
+        timed(
+            "counting the queue per split (before)",
+            lambda: [live_counts(project, QueueFilters(split=s)) for s in Split.values],
         )
         stored = review_counts(project=project)
         live = live_counts(project)
@@ -290,22 +333,59 @@ def main() -> None:
         for _ in range(args.repeat):
             timed("review counts, stored (no filter)", lambda: review_counts(project=project))
             timed("review counts, live (before)", lambda: live_counts(project))
+        criterion = Criterion.objects.filter(project=project).order_by("id").first()
+        mixes = {
+            "disagreements, not yet reviewed": filters,
+            "kind unanimous": QueueFilters(kind="unanimous"),
+            "criterion + majority + tie": QueueFilters(criterion=criterion.pk, kind="majority_tie"),
+            "provenance human, split": QueueFilters(provenance="human", split="open_ended"),
+            "flagged (live, from reports)": QueueFilters(flagged=True),
+        }
+        for name, queue_filters in mixes.items():
+            base = replace(queue_filters, unreviewed=False)
+            stored, live = review_counts(project=project, filters=base), live_counts(project, base)
+            assert (stored["total"], stored["reviewed"]) == (live["total"], live["reviewed"])
+            for _ in range(args.repeat):
+                timed(
+                    f"counts, stored: {name}",
+                    lambda f=base: review_counts(project=project, filters=f),
+                )
+                timed(f"counts, live (before): {name}", lambda f=base: live_counts(project, f))
         for name, queue_filters in (("no filter", QueueFilters()), ("filtered", filters)):
             timed(f"review queue page 1 ({name})", lambda f=queue_filters: queue_view(f))
             timed(
                 f"review queue page by id ({name})",
                 lambda f=queue_filters: queue_view(f, after=middle),
             )
-        timed(
-            "review counts (filtered, live)",
-            lambda: review_counts(project=project, filters=filters),
-        )
-        timed(
-            "next / previous of one item",
-            lambda: review_neighbours(
-                queue=review_queue(project=project, filters=filters), sample_id=middle
-            ),
-        )
+        for name, queue_filters in (("no filter", QueueFilters()), ("filtered", filters)):
+            # An item of the filtered queue, a quarter of the way in.
+            item = review_next_id(project=project, filters=queue_filters, sample_id=middle - 1)
+            nav = review_neighbours(project=project, filters=queue_filters, sample_id=item)
+            old = live_neighbours(project, queue_filters, item)
+            assert (nav["prev_id"], nav["next_id"], nav["total"]) == (
+                old["prev_id"],
+                old["next_id"],
+                old["total"],
+            )
+            assert nav["position"] in (None, old["before"] + 1)
+            print(f"item {item} ({name}): position {nav['position']} of {nav['total']:,}")
+            for _ in range(args.repeat):
+                timed(
+                    f"item nav, position budgeted ({name})",
+                    lambda f=queue_filters, i=item: review_neighbours(
+                        project=project, filters=f, sample_id=i
+                    ),
+                )
+                timed(
+                    f"item nav, position counted ({name})",
+                    lambda f=queue_filters, i=item: review_neighbours(
+                        project=project, filters=f, sample_id=i, position_budget_ms=None
+                    ),
+                )
+                timed(
+                    f"item nav, live (before) ({name})",
+                    lambda f=queue_filters, i=item: live_neighbours(project, f, i),
+                )
     finally:
         if not args.keep:
             Project.objects.filter(pk=project.pk).delete()

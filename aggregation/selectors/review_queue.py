@@ -5,22 +5,25 @@ only when the project exports them), ordered by id so next / previous are stable
 works. Filters narrow it; a sample that leaves the filtered queue (say, once it is marked
 reviewed under "not yet reviewed") still has neighbours, found by id.
 
-The counts of the queue unfiltered (or narrowed to a split) come from ReviewQueueFigures, which
-the aggregation job stores with the labels, corrected live by the few retired samples and the
-seeds; other filters count live.
+The counts of the queue under any filter but "flagged" are sums of the ReviewQueueCell rows the
+aggregation job stores with the labels, corrected live by the few retired samples and the
+seeds; the flagged samples are counted live, from their few reports.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db import OperationalError, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 
 from aggregation.selectors.review import labels_with_review_state
+from aggregation.selectors.review_cells import KIND_BITS, PROVENANCE_BITS
 from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
 
 from ..models import (
@@ -28,6 +31,7 @@ from ..models import (
     Outcome,
     Provenance,
     ReviewDecision,
+    ReviewQueueCell,
     ReviewQueueFigures,
     SampleReview,
 )
@@ -38,6 +42,8 @@ KINDS = {
 }
 KIND_CHOICES = [("unanimous", "Unanimous"), ("majority_tie", "Majority + tie")]
 PAGE_SIZE = 50
+# An item page counts its position in the queue only while that takes less than this.
+POSITION_BUDGET_MS = 30
 # How a kept label was gathered (early-stopped labels are never kept, so not offered).
 PROVENANCE_CHOICES = [
     (Provenance.HUMAN.value, "Human (full protocol)"),
@@ -93,14 +99,39 @@ class QueueFilters:
         return bool(self.params())
 
 
-def review_queue(*, project: Project, filters: QueueFilters | None = None) -> QuerySet[Sample]:
-    """The kept samples of the project matching ``filters``, ordered by id."""
-    filters = filters or QueueFilters()
-    labels = CriterionLabel.objects.filter(sample=OuterRef("pk"))
-    kept = labels.filter(outcome__in=Outcome.kept())
-    qs = Sample.objects.filter(project=project, status=SampleStatus.ACTIVE).filter(Exists(kept))
+def review_queue(
+    *,
+    project: Project,
+    filters: QueueFilters | None = None,
+    after: int | None = None,
+    before: int | None = None,
+) -> QuerySet[Sample]:
+    """The kept samples of the project matching ``filters``, ordered by id.
+
+    ``after`` / ``before`` bound the ids, in the label semi-joins too, so a merge join reads the
+    label indexes from the bound rather than from the first sample of every project.
+    """
+    qs = Sample.objects.filter(project=project, status=SampleStatus.ACTIVE)
     if not project.export_includes_seeds:
         qs = qs.filter(is_seed=False)
+    return _filtered(qs, filters or QueueFilters(), after=after, before=before).order_by("id")
+
+
+def _filtered(
+    qs: QuerySet[Sample],
+    filters: QueueFilters,
+    after: int | None = None,
+    before: int | None = None,
+) -> QuerySet[Sample]:
+    """``qs`` narrowed to the samples holding a kept label and matching ``filters``."""
+    bounds = {}
+    if after is not None:
+        qs, bounds["sample_id__gt"] = qs.filter(id__gt=after), after
+    if before is not None:
+        qs, bounds["sample_id__lt"] = qs.filter(id__lt=before), before
+    labels = CriterionLabel.objects.filter(sample=OuterRef("pk"), **bounds)
+    kept = labels.filter(outcome__in=Outcome.kept())
+    qs = qs.filter(Exists(kept))
     if filters.split:
         qs = qs.filter(split=filters.split)
     if filters.criterion:
@@ -118,58 +149,54 @@ def review_queue(*, project: Project, filters: QueueFilters | None = None) -> Qu
         qs = qs.filter(Exists(ProblemReport.objects.filter(sample=OuterRef("pk"))))
     if filters.unreviewed:
         qs = qs.exclude(Exists(SampleReview.objects.filter(sample=OuterRef("pk"))))
-    return qs.order_by("id")
+    return qs
 
 
 def _reviewed() -> Exists:
     return Exists(SampleReview.objects.filter(sample=OuterRef("pk")))
 
 
-def figure_members(*, project_id: int) -> QuerySet[Sample]:
-    """The samples ReviewQueueFigures counts: non-seed, holding a kept label, of any status."""
-    kept = CriterionLabel.objects.filter(sample=OuterRef("pk"), outcome__in=Outcome.kept())
-    return Sample.objects.filter(project_id=project_id, is_seed=False).filter(Exists(kept))
+def _stored_counts(project: Project, filters: QueueFilters) -> dict[str, int] | None:
+    """The queue's total and reviewed from the stored cells; None when not all are stored.
 
-
-def review_figures_compute(*, project_id: int, split: str) -> dict[str, int]:
-    """Count what ReviewQueueFigures stores for one split (total and reviewed), live."""
-    return (
-        figure_members(project_id=project_id)
-        .filter(split=split)
-        .aggregate(total=Count("id"), reviewed=Count("id", filter=Q(_reviewed())))
-    )
-
-
-def _stored_counts(project: Project, split: str) -> dict[str, int] | None:
-    """The queue's total and reviewed from the stored figures; None when not all are stored."""
-    rows = list(
-        ReviewQueueFigures.objects.filter(project=project, counted=True).values_list(
-            "split", "total", "reviewed"
-        )
-    )
-    if len(rows) < len(Split.values):
+    The cells hold retired samples and no seeds: the few such samples matching the filters are
+    taken off and (when the project exports seeds) added live, on partial indexes.
+    """
+    counted = ReviewQueueFigures.objects.filter(project=project, counted=True).count()
+    if counted < len(Split.values):
         return None
-    total = sum(t for s, t, _ in rows if not split or s == split)
-    reviewed = sum(r for s, _, r in rows if not split or s == split)
-    # The stored figures hold retired samples and no seeds: take the ones off and (when the
-    # project exports seeds) add the others, both read on partial indexes of few rows.
+    cells = ReviewQueueCell.objects.filter(project=project)
+    if filters.criterion:
+        cells = cells.filter(criterion_id=filters.criterion)
+    else:
+        cells = cells.filter(criterion__isnull=True)
+    if filters.split:
+        cells = cells.filter(split=filters.split)
+    if filters.kind:
+        bits = sum(KIND_BITS[outcome] for outcome in KINDS[filters.kind])
+        cells = cells.annotate(kind_bits=F("kinds").bitand(bits)).filter(kind_bits__gt=0)
+    if filters.provenance:
+        bit = PROVENANCE_BITS[filters.provenance]
+        cells = cells.annotate(prov_bits=F("provenances").bitand(bit)).filter(prov_bits__gt=0)
+    if filters.disagreements:
+        cells = cells.filter(disagreement=True)
+    stored = cells.aggregate(
+        total=Coalesce(Sum("n"), 0), reviewed=Coalesce(Sum("n", filter=Q(reviewed=True)), 0)
+    )
     off = Q(is_seed=False) & ~Q(status=SampleStatus.ACTIVE)
     seeds = Q(is_seed=True, status=SampleStatus.ACTIVE)
-    kept = CriterionLabel.objects.filter(sample=OuterRef("pk"), outcome__in=Outcome.kept())
     others = Sample.objects.filter(project=project).filter(
         off | seeds if project.export_includes_seeds else off
     )
-    if split:
-        others = others.filter(split=split)
-    fix = others.filter(Exists(kept)).aggregate(
+    fix = _filtered(others, filters).aggregate(
         off=Count("id", filter=Q(is_seed=False)),
         off_reviewed=Count("id", filter=Q(is_seed=False) & Q(_reviewed())),
         seeds=Count("id", filter=Q(is_seed=True)),
         seeds_reviewed=Count("id", filter=Q(is_seed=True) & Q(_reviewed())),
     )
     return {
-        "total": total - fix["off"] + fix["seeds"],
-        "reviewed": reviewed - fix["off_reviewed"] + fix["seeds_reviewed"],
+        "total": stored["total"] - fix["off"] + fix["seeds"],
+        "reviewed": stored["reviewed"] - fix["off_reviewed"] + fix["seeds_reviewed"],
     }
 
 
@@ -177,13 +204,11 @@ def review_counts(*, project: Project, filters: QueueFilters | None = None) -> d
     """How many samples the queue holds, how many are reviewed and how many are left.
 
     Counted without the "not yet reviewed" filter, so the figures say what is left overall.
-    With no filter but the split, read from the stored figures (two small queries).
+    Read from the stored cells (three small queries) unless "flagged" is set: the flagged
+    samples are few, and counted live from their reports.
     """
-    base = filters or QueueFilters()
-    base = QueueFilters(**{**base.__dict__, "unreviewed": False})
-    figures = None
-    if not QueueFilters(**{**base.__dict__, "split": ""}).active:
-        figures = _stored_counts(project, base.split)
+    base = replace(filters or QueueFilters(), unreviewed=False)
+    figures = None if base.flagged else _stored_counts(project, base)
     if figures is None:
         figures = review_queue(project=project, filters=base).aggregate(
             total=Count("id"), reviewed=Count("id", filter=Q(_reviewed()))
@@ -193,17 +218,75 @@ def review_counts(*, project: Project, filters: QueueFilters | None = None) -> d
     return figures
 
 
-def review_neighbours(*, queue: QuerySet[Sample], sample_id: int) -> dict[str, Any]:
-    """The previous and next sample ids around ``sample_id`` and its position in the queue."""
-    prev_id = queue.filter(id__lt=sample_id).order_by("-id").values_list("id", flat=True).first()
-    next_id = queue.filter(id__gt=sample_id).order_by("id").values_list("id", flat=True).first()
-    counts = queue.aggregate(total=Count("id"), before=Count("id", filter=Q(id__lt=sample_id)))
-    in_queue = queue.filter(id=sample_id).exists()
+def _count_within(queryset: QuerySet[Sample], budget_ms: int | None) -> int | None:
+    """``queryset.count()``, or None when PostgreSQL cancels it after ``budget_ms``."""
+    if budget_ms is None or connection.vendor != "postgresql":
+        return queryset.count()
+    try:
+        # SET LOCAL lasts to the end of the transaction: the savepoint's rollback ends it on a
+        # timeout, the reset after the count otherwise.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), "
+                "set_config('statement_timeout', %s, true)",
+                [f"{budget_ms}ms"],
+            )
+            previous = cursor.fetchone()[0]
+            n = queryset.count()
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+        return n
+    except OperationalError:
+        return None
+
+
+def review_next_id(*, project: Project, filters: QueueFilters, sample_id: int) -> int | None:
+    """The id after ``sample_id`` in the filtered queue (None at its end): one indexed read."""
+    return (
+        review_queue(project=project, filters=filters, after=sample_id)
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
+def review_neighbours(
+    *,
+    project: Project,
+    filters: QueueFilters,
+    sample_id: int,
+    total: int | None = None,
+    position_budget_ms: int | None = POSITION_BUDGET_MS,
+) -> dict[str, Any]:
+    """The previous and next sample ids around ``sample_id`` and its position in the queue.
+
+    Next and previous are one indexed read each way. The position is a count of the ids
+    before; on PostgreSQL it is given up (None, ``position_counted`` False) when it takes longer
+    than ``position_budget_ms`` (None: no limit). ``total`` (from :func:`review_counts`) saves
+    counting the queue.
+    """
+    prev_id = (
+        review_queue(project=project, filters=filters, before=sample_id)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    next_id = review_next_id(project=project, filters=filters, sample_id=sample_id)
+    in_queue = review_queue(project=project, filters=filters).filter(id=sample_id).exists()
+    if total is None:
+        counts = review_counts(project=project, filters=filters)
+        total = counts["left"] if filters.unreviewed else counts["total"]
+    before = None
+    if in_queue:
+        before = _count_within(
+            review_queue(project=project, filters=filters, before=sample_id).order_by(),
+            position_budget_ms,
+        )
     return {
         "prev_id": prev_id,
         "next_id": next_id,
-        "position": counts["before"] + 1 if in_queue else None,
-        "total": counts["total"],
+        "position": before + 1 if before is not None else None,
+        "position_counted": before is not None or not in_queue,
+        "in_queue": in_queue,
+        "total": total,
     }
 
 
@@ -223,21 +306,22 @@ def review_page(
     the page by id, whatever its number; without them the page is found by its number.
     ``counts`` (from :func:`review_counts` with the same filters) saves counting the queue.
     """
-    queue = review_queue(project=project, filters=filters)
     if counts is None:
-        total = queue.count()
+        total = review_queue(project=project, filters=filters).count()
     else:
         total = counts["left"] if filters.unreviewed else counts["total"]
     pages = max(1, (total + per_page - 1) // per_page)
     page = max(1, min(page, pages))
+    bounds = {"after": after} if after is not None else {"before": before}
+    queue = review_queue(project=project, filters=filters, **bounds)
     annotated = queue.annotate(
         n_flags=Count("problem_reports", distinct=True),
         is_reviewed=Exists(SampleReview.objects.filter(sample=OuterRef("pk"))),
     )
     if after is not None:
-        samples = list(annotated.filter(id__gt=after)[:per_page])
+        samples = list(annotated[:per_page])
     elif before is not None:
-        samples = list(annotated.filter(id__lt=before).order_by("-id")[:per_page])[::-1]
+        samples = list(annotated.order_by("-id")[:per_page])[::-1]
     else:
         samples = list(annotated[(page - 1) * per_page : page * per_page])
     by_sample: dict[int, list[CriterionLabel]] = {s.pk: [] for s in samples}

@@ -17,8 +17,15 @@ from django.utils import timezone
 from annotation.models import Criterion, Project, Sample, Split
 from core.permissions import is_lead
 
-from ..models import CriterionLabel, Outcome, ReviewDecision, ReviewQueueFigures, SampleReview
-from ..selectors.review_queue import figure_members, review_figures_compute
+from ..models import (
+    CriterionLabel,
+    Outcome,
+    ReviewDecision,
+    ReviewQueueCell,
+    ReviewQueueFigures,
+    SampleReview,
+)
+from ..selectors.review_cells import Cell, review_cells_count
 
 Action = ReviewDecision.Action
 Reason = ReviewDecision.Reason
@@ -69,7 +76,7 @@ def review_decide(
 
 
 def review_figures_refresh(*, project: Project, split: str) -> ReviewQueueFigures:
-    """Count the split's review-queue figures and store them (the aggregation job, per split).
+    """Count the split's review-queue figures and cells and store them (the aggregation job).
 
     Call in the transaction that writes the split's labels: the figures row stays locked until
     it commits, so a reviewed mark made meanwhile waits and then moves the new figures.
@@ -78,8 +85,15 @@ def review_figures_refresh(*, project: Project, split: str) -> ReviewQueueFigure
         row, _ = ReviewQueueFigures.objects.select_for_update().get_or_create(
             project=project, split=split
         )
-        figures = review_figures_compute(project_id=project.pk, split=split)
-        row.total, row.reviewed, row.counted = figures["total"], figures["reviewed"], True
+        cells = review_cells_count(project_id=project.pk, split=split)
+        ReviewQueueCell.objects.filter(project=project, split=split).delete()
+        ReviewQueueCell.objects.bulk_create(
+            ReviewQueueCell(project=project, split=split, **cell._asdict()) for cell in cells
+        )
+        samples = [cell for cell in cells if cell.criterion_id is None]
+        row.total = sum(cell.n for cell in samples)
+        row.reviewed = sum(cell.n for cell in samples if cell.reviewed)
+        row.counted = True
         row.save(update_fields=["total", "reviewed", "counted"])
     return row
 
@@ -109,8 +123,30 @@ def _figures_locked(sample: Sample) -> ReviewQueueFigures:
 
 
 def _move_reviewed(row: ReviewQueueFigures, sample: Sample, by: int) -> None:
-    if row.counted and figure_members(project_id=sample.project_id).filter(pk=sample.pk).exists():
-        ReviewQueueFigures.objects.filter(pk=row.pk).update(reviewed=F("reviewed") + by)
+    """Move the sample's count to its new reviewed state: the figures and each of its cells.
+
+    Call holding the figures row lock, after the mark changed: the sample's cells are read from
+    its labels with the new state, and its count leaves the cells of the old one.
+    """
+    if not row.counted:
+        return
+    cells = review_cells_count(
+        project_id=sample.project_id, split=sample.split, sample_id=sample.pk
+    )
+    if not cells:  # not in the queue
+        return
+    ReviewQueueFigures.objects.filter(pk=row.pk).update(reviewed=F("reviewed") + by)
+    for cell in cells:
+        _cell_add(row, cell._replace(reviewed=not cell.reviewed), -1)
+        _cell_add(row, cell, 1)
+
+
+def _cell_add(row: ReviewQueueFigures, cell: Cell, by: int) -> None:
+    key = cell._asdict()
+    del key["n"]
+    cells = ReviewQueueCell.objects.filter(project_id=row.project_id, split=row.split, **key)
+    if not cells.update(n=F("n") + by) and by > 0:
+        ReviewQueueCell.objects.create(project_id=row.project_id, split=row.split, n=by, **key)
 
 
 @transaction.atomic

@@ -35,16 +35,25 @@ def _filters_from_post(form: QueueStateForm) -> QueueFilters:
     return QueueFilters.from_query(QueryDict(form.cleaned_data.get("filters", "").lstrip("?")))
 
 
-def _item_context(project: Project, sample_id: int, filters: QueueFilters) -> dict[str, Any]:
+def _item_context(
+    project: Project, sample_id: int, filters: QueueFilters, count_position: bool = False
+) -> dict[str, Any]:
     item = queue_selectors.review_item(project=project, sample_id=sample_id)
-    queue = queue_selectors.review_queue(project=project, filters=filters)
+    counts = queue_selectors.review_counts(project=project, filters=filters)
+    nav = queue_selectors.review_neighbours(
+        project=project,
+        filters=filters,
+        sample_id=sample_id,
+        total=counts["left"] if filters.unreviewed else counts["total"],
+        position_budget_ms=None if count_position else queue_selectors.POSITION_BUDGET_MS,
+    )
     return {
         "project": project,
         "filters": filters,
         "qs": filters.querystring(),
         "reasons": ReviewDecision.Reason.choices,
-        "nav": queue_selectors.review_neighbours(queue=queue, sample_id=sample_id),
-        "counts": queue_selectors.review_counts(project=project, filters=filters),
+        "nav": nav,
+        "counts": counts,
         **item,
     }
 
@@ -80,7 +89,10 @@ def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
 def review_item(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
     project = project_get(slug=slug)
     filters = QueueFilters.from_query(request.GET)
-    return render(request, ITEM_TEMPLATE, _item_context(project, sample_id, filters))
+    count_position = request.GET.get("position") == "1"
+    return render(
+        request, ITEM_TEMPLATE, _item_context(project, sample_id, filters, count_position)
+    )
 
 
 @require_POST
@@ -143,11 +155,9 @@ def review_mark(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
         review_services.sample_unmark_reviewed(sample=sample, by=request.user)
     target = sample.pk
     if form.cleaned_data["go"] == "next":
-        nav = queue_selectors.review_neighbours(
-            queue=queue_selectors.review_queue(project=project, filters=filters),
-            sample_id=sample.pk,
+        target = queue_selectors.review_next_id(
+            project=project, filters=filters, sample_id=sample.pk
         )
-        if nav["next_id"] is None:
+        if target is None:
             return redirect(reverse("review-queue", args=[slug]) + filters.querystring())
-        target = nav["next_id"]
     return redirect(reverse("review-item", args=[slug, target]) + filters.querystring())

@@ -83,17 +83,21 @@ def test_filters_from_the_query_string_ignore_junk(project, queue_data):
 
 def test_neighbours_and_counts(project, queue_data):
     u, m, f = queue_data["unanimous"], queue_data["mixed"], queue_data["flagged"]
-    queue = review_queue(project=project)
-    assert review_neighbours(queue=queue, sample_id=m.pk) == {
+    assert review_neighbours(project=project, filters=QueueFilters(), sample_id=m.pk) == {
         "prev_id": u.pk,
         "next_id": f.pk,
         "position": 2,
+        "position_counted": True,
+        "in_queue": True,
         "total": 3,
     }
     # A sample that left the filtered queue still has neighbours, found by id.
-    unreviewed = review_queue(project=project, filters=QueueFilters(unreviewed=True))
-    nav = review_neighbours(queue=unreviewed, sample_id=u.pk)
+    unreviewed = QueueFilters(unreviewed=True)
+    nav = review_neighbours(project=project, filters=unreviewed, sample_id=u.pk)
     assert (nav["prev_id"], nav["next_id"], nav["position"]) == (None, m.pk, None)
+    assert (nav["in_queue"], nav["total"]) == (False, 2)
+    nav = review_neighbours(project=project, filters=unreviewed, sample_id=f.pk)
+    assert (nav["prev_id"], nav["next_id"], nav["position"]) == (m.pk, None, 2)
     assert review_counts(project=project) == {
         "total": 3,
         "reviewed": 1,
