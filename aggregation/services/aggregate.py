@@ -37,7 +37,19 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Sum, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FilteredRelation,
+    IntegerField,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -108,11 +120,15 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
     holder's votes stay stored (history) but no longer count: a label is made from the votes of
     the annotators who hold the sample's slots now, so never from more than k people. Samples
     without any slot rows (data created outside the import) count every formal vote.
+
+    The holder's slot is a LEFT JOIN on (sample, annotator), unique among slots, so PostgreSQL
+    hashes the slots once instead of probing them for every vote.
     """
-    holder = Slot.objects.filter(sample=OuterRef("sample_id"), annotator=OuterRef("annotator_id"))
     any_slot = Slot.objects.filter(sample=OuterRef("sample_id"))
+    holder = FilteredRelation("sample__slots", condition=Q(sample__slots__annotator=F("annotator")))
     return (
-        Vote.objects.filter(
+        Vote.objects.annotate(holder_slot=holder)
+        .filter(
             sample__project=project,
             sample__split=split,
             sample__is_seed=False,
@@ -120,7 +136,7 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
             round=Vote.FORMAL_ROUND,
             criterion_id__in=[c.pk for c in criteria],
         )
-        .filter(Exists(holder) | ~Exists(any_slot))
+        .filter(Q(holder_slot__isnull=False) | ~Exists(any_slot))
         .order_by()
     )
 
