@@ -370,21 +370,38 @@ def _replicate_totals(
     np.add.at(per_cluster, item_cluster * g + item_group, dense)
     per_cluster = per_cluster.reshape(n_clusters, g * dense.shape[1])
     pairs = _pair_blocks(features, layout, item_cluster, n_clusters)
-    cohen = np.empty((n_boot, g, layout.n_pairs, c2))
+    cohen = np.zeros((n_boot, g, layout.n_pairs, c2))
     dense_t = np.empty((n_boot, g * dense.shape[1]))
     rng = np.random.default_rng(seed)
     block = max(1, min(256, 2_000_000 // n_clusters))  # replicates at a time
+    used = np.flatnonzero(np.diff(pairs.bounds))
+    # Many annotators, each pair in few clusters: one weighted sum per replicate is cheaper
+    # than a product per pair.
+    per_pair = len(used) * _ROWS_PER_PRODUCT <= len(pairs.cluster)
+    obs_cluster = item_cluster[features["cohen_item"]]
     with threadpool_limits(1, user_api="blas"):  # a worker shares its cores: one thread
         for start in range(0, n_boot, block):
             stop = min(n_boot, start + block)
             weights = resample_counts(rng, n_clusters, stop - start).astype(np.float64)
             dense_t[start:stop] = weights @ per_cluster
+            if not per_pair:
+                size = g * layout.cohen_size
+                for b, w in enumerate(weights, start):
+                    totals = np.bincount(
+                        features["cohen_feature"], weights=w[obs_cluster], minlength=size
+                    )
+                    cohen[b] = totals.reshape(g, layout.n_pairs, c2)
+                continue
             by_cluster = np.ascontiguousarray(weights.T, dtype=pairs.dtype)
-            for p in range(layout.n_pairs):
+            for p in used:
                 lo, hi = pairs.bounds[p], pairs.bounds[p + 1]
                 sums = pairs.counts[lo:hi].T @ by_cluster[pairs.cluster[lo:hi]]  # (g * c2, reps)
                 cohen[start:stop, :, p, :] = sums.T.reshape(stop - start, g, c2)
     return cohen.reshape(n_boot, g, layout.cohen_size), dense_t.reshape(n_boot, g, -1)
+
+
+# A product per annotator pair pays off when the pairs average at least this many clusters.
+_ROWS_PER_PRODUCT = 32
 
 
 @dataclass(frozen=True)

@@ -315,13 +315,17 @@ def _loop_replicate_totals(matrix, clusters, groups, m, n_boot, seed):
     return np.array(cohen), np.array(dense), agreement._replicate_totals(*args)
 
 
+@pytest.mark.parametrize("rows_per_product", [0, 10**9])  # products per pair / sums per replicate
 @pytest.mark.parametrize("samples", [40, 2100])
-def test_replicate_totals_equal_a_plain_loop_over_replicates(samples):
-    """The blocked products give every replicate's totals exactly as one sum per replicate.
+def test_replicate_totals_equal_a_plain_loop_over_replicates(
+    samples, rows_per_product, monkeypatch
+):
+    """Both ways give every replicate's totals exactly as one weighted sum per replicate.
 
     Edge cases: items with one rating or none, a rater pair met in a single sample, samples
     with two items of the same criterion, and (at 2,100 samples) the row-by-row draw counts.
     """
+    monkeypatch.setattr(agreement, "_ROWS_PER_PRODUCT", rows_per_product)
     matrix, clusters, groups = _protocol_matrix(5, samples=samples)
     matrix[:, 7] = -1  # an unrated item
     matrix[:, 11] = -1
@@ -343,6 +347,16 @@ def test_replicate_totals_per_item_clusters_and_one_group():
     items = matrix.shape[1]
     ref_cohen, ref_dense, (cohen, dense) = _loop_replicate_totals(
         matrix, np.arange(items), np.zeros(items, np.int64), 2, 25, 9
+    )
+    assert np.array_equal(cohen.reshape(len(ref_cohen), -1), ref_cohen)
+    assert np.allclose(dense, ref_dense, rtol=1e-12, atol=1e-9)
+
+
+def test_replicate_totals_with_many_annotators_each_pair_in_few_samples():
+    """Thirty annotators: the pairs meet in a few samples each, and the totals still agree."""
+    matrix, clusters, groups = _protocol_matrix(6, samples=80, raters=30)
+    ref_cohen, ref_dense, (cohen, dense) = _loop_replicate_totals(
+        matrix, clusters, groups, 3, 20, 1
     )
     assert np.array_equal(cohen.reshape(len(ref_cohen), -1), ref_cohen)
     assert np.allclose(dense, ref_dense, rtol=1e-12, atol=1e-9)
