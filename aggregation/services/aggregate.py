@@ -81,7 +81,7 @@ from core.jobs import job_create, job_enqueue
 from core.models import Job
 from core.text import counted
 
-from .. import agreement, rules, scale_figures
+from .. import agreement, label_counts, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_snapshot_figures
@@ -737,8 +737,12 @@ def _aggregate_split(
     snapshot: AgreementSnapshot | None,
     job: Job | None,
     progress: Progress,
+    written: dict[str, dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """Labels and agreement figures of one split from its votes; returns the split's summary."""
+    """Labels and agreement figures of one split from its votes; returns the split's summary.
+
+    The split's labels, as written, go into ``written`` as arrays.
+    """
     label = split_label(split)
     progress(f"{label}: labels and agreement")
     items = _label_items(votes, criteria, k)
@@ -792,6 +796,12 @@ def _aggregate_split(
             AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
                 job=job, computed_at=now, result=summary, inputs_state=""
             )
+    written[split] = {
+        "sample": items.sample,
+        "crit_id": items.crit_id,
+        "outcome": items.outcome,
+        "preference": items.preference,
+    }
     return {**summary, "agreement": "unchanged" if unchanged else "computed", **writes}
 
 
@@ -853,14 +863,19 @@ def project_aggregate(
         ):
             out = _unchanged_run({s: snapshots[s] for s in splits}, job, progress)
         else:
+            written: dict[str, dict[str, np.ndarray]] = {}
             out = _aggregate_splits(
-                project, splits, criteria_by_split, k, options, snapshots, job, progress
+                project, splits, criteria_by_split, k, options, snapshots, job, progress, written
             )
             if state:
                 AgreementSnapshot.objects.filter(project=project, split__in=splits).update(
                     inputs_state=f"{state}:{_labels_state(project)}"
                 )
-            dashboard_labels_refresh(project=project)
+            # Every split's labels were just written from these arrays: count them here,
+            # unless seed labels (never written here) count or a split was left out.
+            whole = set(written) == set(Split.values) and not project.export_includes_seeds
+            figures = label_counts.label_figures(written, False) if whole else None
+            dashboard_labels_refresh(project=project, figures=figures)
         review_figures_ensure(project=project)
     parts = [
         f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
@@ -887,8 +902,12 @@ def _aggregate_splits(
     snapshots: dict[str, AgreementSnapshot],
     job: Job | None,
     progress: Progress,
+    written: dict[str, dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """Store the dashboard's vote figures, read every split's votes, then label each split."""
+    """Store the dashboard's vote figures, read every split's votes, then label each split.
+
+    ``written`` receives each split's labels as arrays, as they now stand in the table.
+    """
     dashboard_snapshot_refresh(project=project)
     votes_by_split = {
         s: _load_votes(_formal_votes(project, s, criteria_by_split[s]), project.label_scale)
@@ -912,6 +931,7 @@ def _aggregate_splits(
             snapshot=snapshots.get(s),
             job=job,
             progress=lambda message, done=done: progress(done, total, message),
+            written=written,
         )
     progress(total, total, "done")
     return out
