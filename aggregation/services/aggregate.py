@@ -15,7 +15,8 @@ from (:func:`_votes_state`); when it equals the one stored with the snapshots by
 nothing is read or written but the snapshots' time. Votes are read as one value per column (see
 core.db.read_int_columns), labels written by one binary COPY into a temporary table and one
 INSERT / UPDATE (:func:`_copy_labels`; the columns' SQL is in ``_LABEL_SQL``), and the
-dashboard's vote and label counts are stored for it (aggregation.services.dashboard).
+dashboard's vote counts (counted in SQL) and label counts (made from the labels just written,
+aggregation.label_counts) are stored for it (aggregation.services.dashboard).
 
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
 
