@@ -90,6 +90,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from core.text import counted
 
@@ -353,30 +354,83 @@ def _replicate_totals(
     n_boot: int,
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Totals of every replicate: Cohen cells by weighted bincount, the rest by one matmul."""
+    """Totals of every replicate: each a cluster-weighted sum, by matrix products over blocks.
+
+    A replicate's totals are its cluster weights (draw counts) times the clusters' summed
+    features. Cohen cells: the observations of one annotator pair sit in the few clusters the
+    pair rated, so per pair a (clusters x group-cells) count matrix multiplies a block of
+    replicates' weights of those clusters (float32: counts and totals are integers below
+    2**24, so the sums are exact). The Fleiss and alpha features, summed per (cluster, group),
+    take one float64 product per block of replicates.
+    """
     g = layout.n_groups
-    # The dense features summed per (cluster, group): a replicate total is weights @ this.
+    c2 = layout.n_categories**2
     dense = features["dense"]
     per_cluster = np.zeros((n_clusters * g, dense.shape[1]))
     np.add.at(per_cluster, item_cluster * g + item_group, dense)
     per_cluster = per_cluster.reshape(n_clusters, g * dense.shape[1])
-    obs_cluster = item_cluster[features["cohen_item"]]
-    obs_feature = features["cohen_feature"]
-    size = g * layout.cohen_size
-    cohen = np.empty((n_boot, size))
+    pairs = _pair_blocks(features, layout, item_cluster, n_clusters)
+    cohen = np.zeros((n_boot, g, layout.n_pairs, c2))
     dense_t = np.empty((n_boot, g * dense.shape[1]))
     rng = np.random.default_rng(seed)
-    chunk: list[np.ndarray] = []
-    start = 0
-    for b in range(n_boot):
-        w = resample_counts(rng, n_clusters, 1)[0].astype(np.float64)
-        cohen[b] = np.bincount(obs_feature, weights=w[obs_cluster], minlength=size)
-        chunk.append(w)
-        if len(chunk) == 64 or b == n_boot - 1:
-            dense_t[start : b + 1] = np.stack(chunk) @ per_cluster
-            start = b + 1
-            chunk = []
-    return cohen.reshape(n_boot, g, size // g), dense_t.reshape(n_boot, g, dense.shape[1])
+    block = max(1, min(256, 2_000_000 // n_clusters))  # replicates at a time
+    used = np.flatnonzero(np.diff(pairs.bounds))
+    # Many annotators, each pair in few clusters: one weighted sum per replicate is cheaper
+    # than a product per pair.
+    per_pair = len(used) * _ROWS_PER_PRODUCT <= len(pairs.cluster)
+    obs_cluster = item_cluster[features["cohen_item"]]
+    with threadpool_limits(1, user_api="blas"):  # a worker shares its cores: one thread
+        for start in range(0, n_boot, block):
+            stop = min(n_boot, start + block)
+            weights = resample_counts(rng, n_clusters, stop - start).astype(np.float64)
+            dense_t[start:stop] = weights @ per_cluster
+            if not per_pair:
+                size = g * layout.cohen_size
+                for b, w in enumerate(weights, start):
+                    totals = np.bincount(
+                        features["cohen_feature"], weights=w[obs_cluster], minlength=size
+                    )
+                    cohen[b] = totals.reshape(g, layout.n_pairs, c2)
+                continue
+            by_cluster = np.ascontiguousarray(weights.T, dtype=pairs.dtype)
+            for p in used:
+                lo, hi = pairs.bounds[p], pairs.bounds[p + 1]
+                sums = pairs.counts[lo:hi].T @ by_cluster[pairs.cluster[lo:hi]]  # (g * c2, reps)
+                cohen[start:stop, :, p, :] = sums.T.reshape(stop - start, g, c2)
+    return cohen.reshape(n_boot, g, layout.cohen_size), dense_t.reshape(n_boot, g, -1)
+
+
+# A product per annotator pair pays off when the pairs average at least this many clusters.
+_ROWS_PER_PRODUCT = 32
+
+
+@dataclass(frozen=True)
+class _PairBlocks:
+    """Per annotator pair, the clusters it rated and their (group, cell) observation counts."""
+
+    cluster: np.ndarray  # row -> cluster, rows sorted by pair then cluster
+    counts: np.ndarray  # (rows, groups * cells)
+    bounds: np.ndarray  # pair p's rows: bounds[p]:bounds[p + 1]
+    dtype: type
+
+
+def _pair_blocks(
+    features: dict[str, np.ndarray], layout: _Layout, item_cluster: np.ndarray, n_clusters: int
+) -> _PairBlocks:
+    """Each pair's rows: the clusters it rated, with its observations per (group, cell)."""
+    c2 = layout.n_categories**2
+    feature = features["cohen_feature"]
+    group, rest = np.divmod(feature, layout.cohen_size)
+    pair, cell = np.divmod(rest, c2)
+    key = pair * n_clusters + item_cluster[features["cohen_item"]]
+    rows, row = np.unique(key, return_inverse=True)
+    counts = np.zeros((len(rows), layout.n_groups * c2))
+    np.add.at(counts, (row, group * c2 + cell), 1)
+    bounds = np.searchsorted(rows // n_clusters, np.arange(layout.n_pairs + 1))
+    # float32 sums are exact while every total stays below 2**24.
+    exact32 = n_clusters * (counts.max() if len(counts) else 0) < 2**24
+    dtype = np.float32 if exact32 else np.float64
+    return _PairBlocks(rows % n_clusters, counts.astype(dtype), bounds, dtype)
 
 
 def percentile_ci(values: np.ndarray) -> tuple[list[float] | None, int]:

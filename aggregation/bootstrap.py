@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
+# Above this many clusters each replicate is counted on its own: its counts stay in the cache.
+_ROW_BY_ROW = 2048
+
 
 def resample_counts(rng: np.random.Generator, n_clusters: int, n_replicates: int) -> np.ndarray:
     """How often each cluster is drawn in each replicate (int array, replicates x clusters)."""
     draws = rng.integers(0, n_clusters, size=(n_replicates, n_clusters))
+    if n_clusters > _ROW_BY_ROW:
+        counts = np.empty((n_replicates, n_clusters), np.int64)
+        for row, drawn in zip(counts, draws, strict=True):
+            row[:] = np.bincount(drawn, minlength=n_clusters)
+        return counts
     draws += (np.arange(n_replicates) * n_clusters)[:, None]
     counts = np.bincount(draws.ravel(), minlength=n_replicates * n_clusters)
     return counts.reshape(n_replicates, n_clusters)

@@ -15,7 +15,8 @@ from (:func:`_votes_state`); when it equals the one stored with the snapshots by
 nothing is read or written but the snapshots' time. Votes are read as one value per column (see
 core.db.read_int_columns), labels written by one binary COPY into a temporary table and one
 INSERT / UPDATE (:func:`_copy_labels`; the columns' SQL is in ``_LABEL_SQL``), and the
-dashboard's vote and label counts are stored for it (aggregation.services.dashboard).
+dashboard's vote counts (counted in SQL) and label counts (made from the labels just written,
+aggregation.label_counts) are stored for it (aggregation.services.dashboard).
 
 The figures layout of AgreementSnapshot is documented in :mod:`aggregation.agreement`.
 
@@ -37,7 +38,19 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Sum, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FilteredRelation,
+    IntegerField,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -69,7 +82,7 @@ from core.jobs import job_create, job_enqueue
 from core.models import Job
 from core.text import counted
 
-from .. import agreement, rules, scale_figures
+from .. import agreement, label_counts, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_snapshot_figures
@@ -108,11 +121,15 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
     holder's votes stay stored (history) but no longer count: a label is made from the votes of
     the annotators who hold the sample's slots now, so never from more than k people. Samples
     without any slot rows (data created outside the import) count every formal vote.
+
+    The holder's slot is a LEFT JOIN on (sample, annotator), unique among slots, so PostgreSQL
+    hashes the slots once instead of probing them for every vote.
     """
-    holder = Slot.objects.filter(sample=OuterRef("sample_id"), annotator=OuterRef("annotator_id"))
     any_slot = Slot.objects.filter(sample=OuterRef("sample_id"))
+    holder = FilteredRelation("sample__slots", condition=Q(sample__slots__annotator=F("annotator")))
     return (
-        Vote.objects.filter(
+        Vote.objects.annotate(holder_slot=holder)
+        .filter(
             sample__project=project,
             sample__split=split,
             sample__is_seed=False,
@@ -120,7 +137,7 @@ def _formal_votes(project: Project, split: str, criteria: list[Criterion]) -> An
             round=Vote.FORMAL_ROUND,
             criterion_id__in=[c.pk for c in criteria],
         )
-        .filter(Exists(holder) | ~Exists(any_slot))
+        .filter(Q(holder_slot__isnull=False) | ~Exists(any_slot))
         .order_by()
     )
 
@@ -721,8 +738,12 @@ def _aggregate_split(
     snapshot: AgreementSnapshot | None,
     job: Job | None,
     progress: Progress,
+    written: dict[str, dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """Labels and agreement figures of one split from its votes; returns the split's summary."""
+    """Labels and agreement figures of one split from its votes; returns the split's summary.
+
+    The split's labels, as written, go into ``written`` as arrays.
+    """
     label = split_label(split)
     progress(f"{label}: labels and agreement")
     items = _label_items(votes, criteria, k)
@@ -776,6 +797,12 @@ def _aggregate_split(
             AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
                 job=job, computed_at=now, result=summary, inputs_state=""
             )
+    written[split] = {
+        "sample": items.sample,
+        "crit_id": items.crit_id,
+        "outcome": items.outcome,
+        "preference": items.preference,
+    }
     return {**summary, "agreement": "unchanged" if unchanged else "computed", **writes}
 
 
@@ -837,14 +864,19 @@ def project_aggregate(
         ):
             out = _unchanged_run({s: snapshots[s] for s in splits}, job, progress)
         else:
+            written: dict[str, dict[str, np.ndarray]] = {}
             out = _aggregate_splits(
-                project, splits, criteria_by_split, k, options, snapshots, job, progress
+                project, splits, criteria_by_split, k, options, snapshots, job, progress, written
             )
             if state:
                 AgreementSnapshot.objects.filter(project=project, split__in=splits).update(
                     inputs_state=f"{state}:{_labels_state(project)}"
                 )
-            dashboard_labels_refresh(project=project)
+            # Every split's labels were just written from these arrays: count them here,
+            # unless seed labels (never written here) count or a split was left out.
+            whole = set(written) == set(Split.values) and not project.export_includes_seeds
+            figures = label_counts.label_figures(written, False) if whole else None
+            dashboard_labels_refresh(project=project, figures=figures)
         review_figures_ensure(project=project)
     parts = [
         f"{split_label(s)}: {r['kept']:,} of {counted(r['labels'], 'label')} kept, "
@@ -871,8 +903,12 @@ def _aggregate_splits(
     snapshots: dict[str, AgreementSnapshot],
     job: Job | None,
     progress: Progress,
+    written: dict[str, dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """Store the dashboard's vote figures, read every split's votes, then label each split."""
+    """Store the dashboard's vote figures, read every split's votes, then label each split.
+
+    ``written`` receives each split's labels as arrays, as they now stand in the table.
+    """
     dashboard_snapshot_refresh(project=project)
     votes_by_split = {
         s: _load_votes(_formal_votes(project, s, criteria_by_split[s]), project.label_scale)
@@ -896,6 +932,7 @@ def _aggregate_splits(
             snapshot=snapshots.get(s),
             job=job,
             progress=lambda message, done=done: progress(done, total, message),
+            written=written,
         )
     progress(total, total, "done")
     return out

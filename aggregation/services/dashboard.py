@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -52,11 +54,16 @@ def dashboard_snapshot_refresh(*, project: Project) -> DashboardSnapshot | None:
     return snapshot
 
 
-def dashboard_labels_refresh(*, project: Project) -> None:
-    """Store the label counts of the results table, after the aggregation wrote the labels."""
+def dashboard_labels_refresh(*, project: Project, figures: dict[str, Any] | None = None) -> None:
+    """Store the label counts of the results table, after the aggregation wrote the labels.
+
+    ``figures``: the counts made from the labels just written (aggregation.label_counts);
+    without them the label table is counted.
+    """
     if connection.vendor != "postgresql":
         return
-    figures = label_figures_compute(project)
+    if figures is None:
+        figures = label_figures_compute(project)
     snapshot = DashboardSnapshot.objects.filter(project=project).first()
     if snapshot is None:
         return

@@ -292,3 +292,71 @@ def test_bootstrap_resamples_samples_not_items():
         matrix, groups=groups, m=3, min_overlap=5, n_boot=n_boot, seed=seed
     )
     assert per_item["fleiss"]["ci"] != fig["fleiss"]["ci"]
+
+
+def _loop_replicate_totals(matrix, clusters, groups, m, n_boot, seed):
+    """Every replicate's totals the plain way: one weighted sum over items per replicate."""
+    r = agreement._ratings(np.asarray(matrix), 3)
+    n_groups = int(groups.max()) + 1
+    layout, features = agreement._features(r, groups, n_groups, m)
+    _, item_cluster = np.unique(clusters, return_inverse=True)
+    n_clusters = int(item_cluster.max()) + 1
+    rng = np.random.default_rng(seed)
+    cohen, dense = [], []
+    for _ in range(n_boot):
+        w = agreement.resample_counts(rng, n_clusters, 1)[0].astype(np.float64)
+        obs_w = w[item_cluster[features["cohen_item"]]]
+        size = n_groups * layout.cohen_size
+        cohen.append(np.bincount(features["cohen_feature"], weights=obs_w, minlength=size))
+        per_group = np.zeros((n_groups, layout.dense_size))
+        np.add.at(per_group, groups, features["dense"] * w[item_cluster][:, None])
+        dense.append(per_group)
+    args = (features, layout, item_cluster, groups, n_clusters, n_boot, seed)
+    return np.array(cohen), np.array(dense), agreement._replicate_totals(*args)
+
+
+@pytest.mark.parametrize("rows_per_product", [0, 10**9])  # products per pair / sums per replicate
+@pytest.mark.parametrize("samples", [40, 2100])
+def test_replicate_totals_equal_a_plain_loop_over_replicates(
+    samples, rows_per_product, monkeypatch
+):
+    """Both ways give every replicate's totals exactly as one weighted sum per replicate.
+
+    Edge cases: items with one rating or none, a rater pair met in a single sample, samples
+    with two items of the same criterion, and (at 2,100 samples) the row-by-row draw counts.
+    """
+    monkeypatch.setattr(agreement, "_ROWS_PER_PRODUCT", rows_per_product)
+    matrix, clusters, groups = _protocol_matrix(5, samples=samples)
+    matrix[:, 7] = -1  # an unrated item
+    matrix[:, 11] = -1
+    matrix[2, 11] = 1  # a single rating
+    matrix[:, 13] = -1
+    matrix[[0, 8], 13] = [2, 0]  # a pair that may meet nowhere else
+    groups = groups.copy()
+    groups[groups == 4] = 3  # two items of one criterion per sample
+    ref_cohen, ref_dense, (cohen, dense) = _loop_replicate_totals(
+        matrix, clusters, groups, 3, 30, 4
+    )
+    assert np.array_equal(cohen.reshape(len(ref_cohen), -1), ref_cohen)
+    assert np.allclose(dense, ref_dense, rtol=1e-12, atol=1e-9)
+
+
+def test_replicate_totals_per_item_clusters_and_one_group():
+    """Without clusters (each item its own) and groups, the same totals as the plain loop."""
+    matrix = _random_matrix(2, items=300)
+    items = matrix.shape[1]
+    ref_cohen, ref_dense, (cohen, dense) = _loop_replicate_totals(
+        matrix, np.arange(items), np.zeros(items, np.int64), 2, 25, 9
+    )
+    assert np.array_equal(cohen.reshape(len(ref_cohen), -1), ref_cohen)
+    assert np.allclose(dense, ref_dense, rtol=1e-12, atol=1e-9)
+
+
+def test_replicate_totals_with_many_annotators_each_pair_in_few_samples():
+    """Thirty annotators: the pairs meet in a few samples each, and the totals still agree."""
+    matrix, clusters, groups = _protocol_matrix(6, samples=80, raters=30)
+    ref_cohen, ref_dense, (cohen, dense) = _loop_replicate_totals(
+        matrix, clusters, groups, 3, 20, 1
+    )
+    assert np.array_equal(cohen.reshape(len(ref_cohen), -1), ref_cohen)
+    assert np.allclose(dense, ref_dense, rtol=1e-12, atol=1e-9)

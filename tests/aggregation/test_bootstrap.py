@@ -31,3 +31,14 @@ def test_both_users_stay_free_of_django():
         "assert 'django' not in sys.modules, 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_many_clusters_counted_row_by_row_give_the_same_counts():
+    """Above the row-by-row threshold the counts still equal the raw draws of one call."""
+    counts = resample_counts(np.random.default_rng(3), 5001, 3)
+    draws = np.random.default_rng(3).integers(0, 5001, size=(3, 5001))
+    for row, drawn in zip(counts, draws, strict=True):
+        assert np.array_equal(row, np.bincount(drawn, minlength=5001))
+    one_by_one = np.random.default_rng(3)
+    rows = np.concatenate([resample_counts(one_by_one, 5001, 1) for _ in range(3)])
+    assert np.array_equal(rows, counts)

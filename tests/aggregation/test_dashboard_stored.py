@@ -120,6 +120,40 @@ def test_results_read_the_label_counts_stored_by_the_aggregation(project, data):
     assert with_stored == dashboard_figures(project=project).results
 
 
+def _sorted_rows(figures):
+    return sorted(figures["rows"], key=lambda r: sorted(r.items()))
+
+
+@pytest.mark.parametrize("include_seeds", [False, True])
+def test_label_counts_stored_from_the_written_labels_equal_counting_the_table(
+    project, data, annotators, include_seeds
+):
+    """Made from the arrays the job wrote (or counted, when seeds count): the same figures.
+
+    A retired sample's labels and a non-holder's vote are in the data; a second run after a
+    changed vote stores the figures of the labels as they then stand.
+    """
+    from aggregation.selectors.dashboard import label_figures_compute
+    from aggregation.services.aggregate import project_aggregate
+
+    project.export_includes_seeds = include_seeds
+    project.save(update_fields=["export_includes_seeds"])
+    project_aggregate(project=project, n_boot=0)
+    retired = Vote.objects.filter(sample__project=project).first().sample
+    retired.status = "retired"
+    retired.save(update_fields=["status"])
+    changed = Vote.objects.filter(sample__project=project, round=0).exclude(sample=retired)
+    changed = changed.exclude(choice="A").first()
+    changed.choice = "A"
+    changed.save(update_fields=["choice"])
+    project_aggregate(project=project, n_boot=0)
+    stored = DashboardSnapshot.objects.get(project=project).figures["labels"]
+    counted = label_figures_compute(project)
+    assert stored["per_sample"] == counted["per_sample"] and counted["per_sample"]
+    assert _sorted_rows(stored) == _sorted_rows(counted) and counted["rows"]
+    assert stored["include_seeds"] is include_seeds
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_last_vote_id_is_read_under_a_share_lock_of_its_own(project, annotators):
     """Outside any transaction: the lock is taken and released, votes go on afterwards."""
