@@ -23,6 +23,25 @@ class JsonText(str):
     """JSON already serialised: written verbatim by COPY, parsed for other databases."""
 
 
+class JsonTextField(models.JSONField):
+    """A JSON value stored as its text, read back whole: no JSONB to build on insert.
+
+    For values only ever read in full (no key lookups in queries: they raise FieldError). The
+    text is kept as written, so a :class:`JsonText` is stored byte for byte.
+    """
+
+    def db_type(self, connection: Any) -> str:
+        return "text"
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if value is None or isinstance(value, JsonText) or hasattr(value, "as_sql"):
+            return value
+        return json.dumps(value, cls=self.encoder)
+
+    def get_transform(self, name: str) -> Any:
+        return None
+
+
 def _columns(model: type[models.Model], fields: Sequence[str]) -> list[models.Field]:
     return [model._meta.get_field(name) for name in fields]
 
