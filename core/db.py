@@ -81,8 +81,16 @@ def insert_rows(
             connection.cursor() as cursor,
             cursor.cursor.copy(sql) as copy,
         ):
+            # Only JSON values need converting: other rows go to the driver as they are.
+            json_at = [(i, f) for i, f in enumerate(columns) if isinstance(f, models.JSONField)]
             for row in rows:
-                copy.write_row([_copy_value(f, v) for f, v in zip(columns, row, strict=True)])
+                if len(row) != len(columns):
+                    raise ValueError(f"a row of {len(row)} values for {len(columns)} fields")
+                if json_at:
+                    row = list(row)
+                    for i, field in json_at:
+                        row[i] = _copy_value(field, row[i])
+                copy.write_row(row)
                 count += 1
         return count
     pairs = list(zip(_attnames(model, fields), columns, strict=True))

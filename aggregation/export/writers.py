@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -169,20 +170,32 @@ class ParquetRowWriter:
         """``image_names[i]`` is the storage name of row i's image ("" when it has none)."""
         if not rows:
             return
-        columns: dict[str, list[Any]] = {f.name: [] for f in self.schema}
-        for row, name in zip(rows, image_names, strict=True):
-            for field in (*ROW_FIELDS, *self._scale_fields):
-                columns[field].append(row.get(field))
-            if name:  # read_image caches: the criterion rows of one prompt share its image
-                columns["image"].append(
-                    {"bytes": self._read_image(name), "path": row["image_path"]}
-                )
+        # Column by column (the same values from_pydict would take, without a dict per row).
+        arrays = []
+        for field in self.schema:
+            if field.name == "image":
+                arrays.append(self._images(rows, image_names, field.type))
+            elif field.name == VOTES_FIELD:
+                votes = [row.get(VOTES_FIELD) or [] for row in rows]
+                arrays.append(pa.array(votes, type=field.type))
             else:
-                columns["image"].append(None)
-            if self._include_votes:
-                columns[VOTES_FIELD].append(row.get(VOTES_FIELD) or [])
-        table = pa.Table.from_pydict(columns, schema=self.schema)
-        self._writer.write_table(table)
+                arrays.append(pa.array([row.get(field.name) for row in rows], type=field.type))
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def _images(
+        self, rows: list[dict[str, Any]], image_names: list[str], kind: pa.DataType
+    ) -> pa.Array:
+        """The image structs: the bytes (read_image caches: a prompt's rows share its image)."""
+        read = self._read_image
+        data = [read(name) if name else None for name in image_names]
+        paths = [
+            row["image_path"] if name else None for row, name in zip(rows, image_names, strict=True)
+        ]
+        return pa.StructArray.from_arrays(
+            [pa.array(data, type=pa.binary()), pa.array(paths, type=pa.string())],
+            fields=list(kind),
+            mask=pa.array([not name for name in image_names], type=pa.bool_()),
+        )
 
     def close(self) -> None:
         self._writer.close()
@@ -221,9 +234,26 @@ class ZipWriter:
         self.images = 0
 
     def add_image(self, relpath: str, data: bytes) -> None:
+        """Store one image: its header (CRC and sizes known) and bytes in one write.
+
+        The same bytes ``ZipFile.open(info, "w", force_zip64=True)`` writes for a stored entry,
+        without its seek back to rewrite the header (which flushes the file every time).
+        """
         info = _zip_info(_safe_entry(relpath), compress=zipfile.ZIP_STORED)
-        with self._zf.open(info, "w", force_zip64=True) as dst:
-            dst.write(data)
+        info.file_size = info.compress_size = len(data)
+        info.CRC = zlib.crc32(data)
+        zf = self._zf
+        if zf._writing:
+            raise ValueError("another entry of the zip is being written")
+        if zf.fp.tell() != zf.start_dir:
+            zf.fp.seek(zf.start_dir)
+        info.header_offset = zf.start_dir
+        zf._writecheck(info)  # what ZipFile.open checks (and warns of) before an entry
+        zf.fp.write(info.FileHeader(True) + data)
+        zf.start_dir = zf.fp.tell()
+        zf._didModify = True
+        zf.filelist.append(info)
+        zf.NameToInfo[info.filename] = info
         self.images += 1
 
     def add_jsonl(self, jsonl: Path) -> None:

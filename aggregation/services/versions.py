@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -173,13 +174,14 @@ _ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
 def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
     """Freeze each chunk of rows as DatasetRow records; the JSONL line is the row's JSON."""
     fields = ("version_id", *_ROW_COLUMNS, "data")
+    columns = itemgetter(*_ROW_COLUMNS)
 
     def write_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
         insert_rows(
             DatasetRow,
             fields,
             (
-                (version.pk, *(row[c] for c in _ROW_COLUMNS), JsonText(line[:-1].decode()))
+                (version.pk, *columns(row), JsonText(line[:-1].decode()))
                 for row, line in zip(rows, lines, strict=True)
             ),
         )

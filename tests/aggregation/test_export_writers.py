@@ -1,0 +1,161 @@
+"""The streaming writers give the same bytes as the straightforward way of writing each file."""
+
+import zipfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from aggregation.export.rows import ROW_FIELDS, VOTES_FIELD, SampleFields, row_build
+from aggregation.export.writers import (
+    JSONL_ENTRY,
+    SCALE_TYPES,
+    ParquetRowWriter,
+    ZipWriter,
+    _zip_info,
+    jsonl_line,
+)
+
+IMAGES = {"img/a.png": b"\x89PNG a" * 40, "img/b.jpg": b"\xff\xd8 b" * 3, "img/e.png": b""}
+
+
+def _rows(scale: str, include_votes: bool) -> tuple[list[dict], list[str]]:
+    """Rows with and without images, votes, unicode and empty texts, and scale columns."""
+    rows, names = [], []
+    for n in range(23):
+        name = ["img/a.png", "", "img/b.jpg", "img/e.png"][n % 4]
+        sample = SampleFields(
+            prompt_id=f"p{n // 3}" if n % 5 else f"p {n}/é",
+            split="open_ended" if n % 2 else "reasoning",
+            question="" if n == 7 else f'Question {n} – ∑ x² \n\t"quoted" \\ end',
+            pred_a=f"A {n}" * n,
+            pred_b="B 🙂",
+            model_a="m-a",
+            model_b="m-b",
+            image_name=name,
+        )
+        votes = None
+        if include_votes:
+            votes = [
+                {
+                    "annotator": f"annotator-{k}",
+                    "choice": ["model_a", "model_b", "tie"][(n + k) % 3],
+                    "rationale": "" if k else f"because {n}",
+                    "unsure": bool(k % 2),
+                    **({"grade": (n + k) % 5 - 2} if scale == "graded" else {}),
+                    **({"score_a": 1 + k, "score_b": 5 - k} if scale == "pointwise" else {}),
+                }
+                for k in range(n % 4)
+            ]
+        scaled = None
+        if scale == "graded":
+            scaled = {
+                "grades": [n % 5 - 2, 1],
+                "median_grade": None if n % 6 == 0 else (n % 5 - 2) / 2,
+                "soft_label": None if n % 6 == 0 else {"2": n, "1": 0, "0": 1, "-1": 0, "-2": 2},
+            }
+        elif scale == "pointwise":
+            levels = {str(s): (n + s) % 3 for s in range(1, 6)}
+            scaled = {
+                "scores_a": [1 + n % 5],
+                "scores_b": [],
+                "mean_score_a": 1.5 + n,
+                "mean_score_b": None if n % 4 == 0 else 2.0,
+                "soft_label": {"a": levels, "b": levels},
+            }
+        rows.append(
+            row_build(
+                sample,
+                criterion=f"c{n % 3}",
+                preference="A" if n % 3 else "B",
+                votes=votes,
+                provenance="human",
+                scaled=scaled,
+            )
+        )
+        names.append(name)
+    return rows, names
+
+
+def _reference_parquet(path, schema, chunks, scale_fields, include_votes) -> None:
+    """A row group per chunk from a column of Python values per field (``from_pydict``)."""
+    writer = pq.ParquetWriter(str(path), schema, compression="snappy", write_statistics=False)
+    for rows, names in chunks:
+        columns: dict[str, list] = {f.name: [] for f in schema}
+        for row, name in zip(rows, names, strict=True):
+            for field in (*ROW_FIELDS, *scale_fields):
+                columns[field].append(row.get(field))
+            columns["image"].append(
+                {"bytes": IMAGES[name], "path": row["image_path"]} if name else None
+            )
+            if include_votes:
+                columns[VOTES_FIELD].append(row.get(VOTES_FIELD) or [])
+        writer.write_table(pa.Table.from_pydict(columns, schema=schema))
+    writer.close()
+
+
+@pytest.mark.parametrize("scale", ["pairwise", "graded", "pointwise"])
+@pytest.mark.parametrize("include_votes", [False, True])
+def test_parquet_equals_the_row_by_row_reference(tmp_path, scale, include_votes):
+    rows, names = _rows(scale, include_votes)
+    chunks = [(rows[:10], names[:10]), (rows[10:11], names[10:11]), (rows[11:], names[11:])]
+    writer = ParquetRowWriter(
+        tmp_path / "new.parquet",
+        include_votes=include_votes,
+        read_image=IMAGES.__getitem__,
+        scale=scale,
+    )
+    for chunk_rows, chunk_names in chunks:
+        writer.write(chunk_rows, chunk_names)
+    writer.write([], [])
+    writer.close()
+    _reference_parquet(
+        tmp_path / "ref.parquet",
+        writer.schema,
+        chunks,
+        tuple(SCALE_TYPES.get(scale, {})),
+        include_votes,
+    )
+    assert (tmp_path / "new.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+    table = pq.read_table(tmp_path / "new.parquet")
+    assert table.num_rows == len(rows)
+    assert table.column("image").to_pylist()[1] is None
+    assert table.column("image").to_pylist()[3] == {"bytes": b"", "path": rows[3]["image_path"]}
+
+
+def test_zip_equals_the_zipfile_reference(tmp_path):
+    jsonl = tmp_path / "rows.jsonl"
+    rows, _ = _rows("graded", True)
+    jsonl.write_bytes(b"".join(jsonl_line(row) for row in rows) * 50)
+    entries = [("images/p1.png", IMAGES["img/a.png"]), ("images/é 2.jpg", IMAGES["img/b.jpg"])]
+    entries.append(("images/empty.png", b""))
+
+    archive = ZipWriter(tmp_path / "new.zip")
+    for name, data in entries:
+        archive.add_image(name, data)
+    archive.add_jsonl(jsonl)
+    archive.close()
+
+    with zipfile.ZipFile(tmp_path / "ref.zip", "w", allowZip64=True, compresslevel=1) as ref:
+        for name, data in entries:
+            with ref.open(
+                _zip_info(name, compress=zipfile.ZIP_STORED), "w", force_zip64=True
+            ) as dst:
+                dst.write(data)
+        with ref.open(
+            _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED), "w", force_zip64=True
+        ) as dst:
+            dst.write(jsonl.read_bytes())
+
+    assert (tmp_path / "new.zip").read_bytes() == (tmp_path / "ref.zip").read_bytes()
+    with zipfile.ZipFile(tmp_path / "new.zip") as zf:
+        assert zf.testzip() is None
+        assert zf.read("images/é 2.jpg") == IMAGES["img/b.jpg"]
+        assert zf.read(JSONL_ENTRY) == jsonl.read_bytes()
+
+
+def test_zip_refuses_an_unsafe_image_path(tmp_path):
+    archive = ZipWriter(tmp_path / "new.zip")
+    with pytest.raises(ValueError):
+        archive.add_image("../escape.png", b"x")
+    archive.close()
