@@ -283,10 +283,10 @@ def export_build(
                 rows.append(row)
                 names.append(fields.image_name)
             lines = [jsonl_line(row) for row in rows]
+            if on_rows is not None:  # first: a sink may work in the background meanwhile
+                on_rows(rows, lines)
             jsonl.write_lines(lines)
             parquet.write(rows, names)
-            if on_rows is not None:
-                on_rows(rows, lines)
             done += len(rows)
             if progress is not None:
                 progress(done, total, f"{done:,} of {counted(total, 'row')}")

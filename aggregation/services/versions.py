@@ -33,7 +33,7 @@ from django.utils import timezone
 from annotation.models import Criterion, LabelScale, Project
 from annotation.pseudonyms import Pseudonyms
 from annotation.services.criteria import criteria_history
-from core.db import JsonText, insert_rows
+from core.db import JsonText, RowsInserter
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
 from ..export.contested import CONTESTED_FILE, ContestedResult, contested_build
@@ -171,19 +171,18 @@ def _agreement(project: Project, pseudonyms: Pseudonyms) -> dict[str, Any]:
 _ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
 
 
-def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
+def _rows_sink(
+    version: DatasetVersion, inserter: RowsInserter
+) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
     """Freeze each chunk of rows as DatasetRow records; the JSONL line is the row's JSON."""
-    fields = ("version_id", *_ROW_COLUMNS, "data")
     columns = itemgetter(*_ROW_COLUMNS)
 
     def write_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
-        insert_rows(
-            DatasetRow,
-            fields,
-            (
+        inserter.write(
+            [
                 (version.pk, *columns(row), JsonText(line[:-1].decode()))
                 for row, line in zip(rows, lines, strict=True)
-            ),
+            ]
         )
 
     return write_rows
@@ -347,16 +346,21 @@ def version_build(
     try:
         with tempfile.TemporaryDirectory(prefix="export-") as tmp, transaction.atomic():
             _consistent_read(outermost=outermost)
-            result = export_build(
-                project=project,
-                out_dir=Path(tmp),
-                stem=f"{project.slug}-v{version.number}",
-                include_votes=include_votes,
-                include_seeds=include_seeds,
-                on_rows=_rows_sink(version),
-                progress=progress,
-                labels_from=labels_from,
-            )
+            # The rows are frozen while the files are written (RowsInserter).
+            inserter = RowsInserter(DatasetRow, ("version_id", *_ROW_COLUMNS, "data"))
+            try:
+                result = export_build(
+                    project=project,
+                    out_dir=Path(tmp),
+                    stem=f"{project.slug}-v{version.number}",
+                    include_votes=include_votes,
+                    include_seeds=include_seeds,
+                    on_rows=_rows_sink(version, inserter),
+                    progress=progress,
+                    labels_from=labels_from,
+                )
+            finally:
+                inserter.close()
             for kind, path in result.files.items():
                 _store(version, kind, path, stored)
             contested = None
