@@ -192,8 +192,15 @@ def _file_storage() -> Any:
     return DatasetFile._meta.get_field("file").storage
 
 
-def _store(version: DatasetVersion, kind: str, path: Path, stored: list[str]) -> DatasetFile:
-    sha, size = file_digest(path)
+def _store(
+    version: DatasetVersion,
+    kind: str,
+    path: Path,
+    stored: list[str],
+    digest: tuple[str, int] | None = None,
+) -> DatasetFile:
+    """Store a built file and its record; ``digest`` (sha256, size) when already computed."""
+    sha, size = digest or file_digest(path)
     record = DatasetFile(version=version, kind=kind, size=size, sha256=sha)
     with open(path, "rb") as fh:
         record.file.save(path.name, File(fh), save=False)
@@ -362,7 +369,7 @@ def version_build(
             finally:
                 inserter.close()
             for kind, path in result.files.items():
-                _store(version, kind, path, stored)
+                _store(version, kind, path, stored, result.digests[kind])
             contested = None
             if include_contested and labels_from == LABELS_VOTES:
                 contested = contested_build(

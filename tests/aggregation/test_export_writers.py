@@ -8,6 +8,7 @@ import pytest
 
 from aggregation.export.rows import ROW_FIELDS, VOTES_FIELD, SampleFields, row_build
 from aggregation.export.writers import (
+    JSONL_DEFLATE_LEVEL,
     JSONL_ENTRY,
     SCALE_TYPES,
     ParquetRowWriter,
@@ -124,34 +125,51 @@ def test_parquet_equals_the_row_by_row_reference(tmp_path, scale, include_votes)
 
 
 def test_zip_equals_the_zipfile_reference(tmp_path):
-    jsonl = tmp_path / "rows.jsonl"
     rows, _ = _rows("graded", True)
-    jsonl.write_bytes(b"".join(jsonl_line(row) for row in rows) * 50)
+    data = b"".join(jsonl_line(row) for row in rows) * 50
     entries = [("images/p1.png", IMAGES["img/a.png"]), ("images/é 2.jpg", IMAGES["img/b.jpg"])]
     entries.append(("images/empty.png", b""))
 
     archive = ZipWriter(tmp_path / "new.zip")
-    for name, data in entries:
-        archive.add_image(name, data)
-    archive.add_jsonl(jsonl)
+    for name, image in entries:
+        archive.add_image(name, image)
+    for start in range(0, len(data), 7777):  # the rows in chunks, deflated as they come
+        archive.add_rows(data[start : start + 7777])
+    archive.add_jsonl()
     archive.close()
 
-    with zipfile.ZipFile(tmp_path / "ref.zip", "w", allowZip64=True, compresslevel=1) as ref:
-        for name, data in entries:
-            with ref.open(
-                _zip_info(name, compress=zipfile.ZIP_STORED), "w", force_zip64=True
-            ) as dst:
-                dst.write(data)
-        with ref.open(
-            _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED), "w", force_zip64=True
-        ) as dst:
-            dst.write(jsonl.read_bytes())
+    with zipfile.ZipFile(tmp_path / "ref.zip", "w", allowZip64=True) as ref:
+        for name, image in entries:
+            info = _zip_info(name, compress=zipfile.ZIP_STORED)
+            with ref.open(info, "w", force_zip64=True) as dst:
+                dst.write(image)
+        info = _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED)
+        info._compresslevel = JSONL_DEFLATE_LEVEL  # ZipFile.open takes the level from the info
+        with ref.open(info, "w", force_zip64=True) as dst:
+            dst.write(data)
 
     assert (tmp_path / "new.zip").read_bytes() == (tmp_path / "ref.zip").read_bytes()
     with zipfile.ZipFile(tmp_path / "new.zip") as zf:
         assert zf.testzip() is None
         assert zf.read("images/é 2.jpg") == IMAGES["img/b.jpg"]
-        assert zf.read(JSONL_ENTRY) == jsonl.read_bytes()
+        assert zf.read(JSONL_ENTRY) == data
+
+
+def test_zip_without_rows_holds_an_empty_jsonl(tmp_path):
+    archive = ZipWriter(tmp_path / "new.zip")
+    archive.add_jsonl()
+    archive.close()
+    with zipfile.ZipFile(tmp_path / "new.zip") as zf:
+        assert zf.namelist() == [JSONL_ENTRY]
+        assert zf.read(JSONL_ENTRY) == b""
+
+
+def test_an_abandoned_zip_stops_its_deflate(tmp_path):
+    archive = ZipWriter(tmp_path / "new.zip")
+    archive.add_rows(b'{"a": 1}\n' * 1000)
+    archive.close()
+    with zipfile.ZipFile(tmp_path / "new.zip") as zf:
+        assert zf.namelist() == []
 
 
 def test_zip_refuses_an_unsafe_image_path(tmp_path):
