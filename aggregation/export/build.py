@@ -256,6 +256,8 @@ def export_build(
         paths["parquet"], include_votes=include_votes, read_image=prompt_image, scale=scale
     )
     archive = ZipWriter(paths["jsonl_zip"])
+    fields: SampleFields | None = None
+    fields_of: int | None = None
     try:
         for chunk in _chunks(project, include_seeds, labels_from, include_votes, scaled):
             chunk_images.clear()
@@ -263,16 +265,19 @@ def export_build(
             rows: list[dict[str, Any]] = []
             names: list[str] = []
             for label in chunk:
-                fields = SampleFields(
-                    prompt_id=label["prompt_id"],
-                    split=label["split"],
-                    question=label["question"],
-                    pred_a=label["pred_a"],
-                    pred_b=label["pred_b"],
-                    model_a=label["model_a"],
-                    model_b=label["model_b"],
-                    image_name=label["image_name"] or "",
-                )
+                if fields is None or label["sample_id"] != fields_of:
+                    # A sample's criteria rows come together: its fields are made once.
+                    fields_of = label["sample_id"]
+                    fields = SampleFields(
+                        prompt_id=label["prompt_id"],
+                        split=label["split"],
+                        question=label["question"],
+                        pred_a=label["pred_a"],
+                        pred_b=label["pred_b"],
+                        model_a=label["model_a"],
+                        model_b=label["model_b"],
+                        image_name=label["image_name"] or "",
+                    )
                 row_votes = None
                 label_votes = [
                     votes[int(i)] for i in label.get("vote_ids") or [] if int(i) in votes
