@@ -192,6 +192,13 @@ def _file_storage() -> Any:
     return DatasetFile._meta.get_field("file").storage
 
 
+class _BuiltFile(File):
+    """A built file a storage may move into place (it is not read again)."""
+
+    def temporary_file_path(self) -> str:
+        return str(self.name)
+
+
 def _store(
     version: DatasetVersion,
     kind: str,
@@ -199,11 +206,15 @@ def _store(
     stored: list[str],
     digest: tuple[str, int] | None = None,
 ) -> DatasetFile:
-    """Store a built file and its record; ``digest`` (sha256, size) when already computed."""
+    """Store a built file and its record; ``digest`` (sha256, size) when already computed.
+
+    With a digest the built file is no longer read: a storage on the local disk moves it
+    instead of copying it (Django's storage does so for a file with a temporary path).
+    """
     sha, size = digest or file_digest(path)
     record = DatasetFile(version=version, kind=kind, size=size, sha256=sha)
     with open(path, "rb") as fh:
-        record.file.save(path.name, File(fh), save=False)
+        record.file.save(path.name, _BuiltFile(fh) if digest else File(fh), save=False)
     stored.append(record.file.name)
     record.save()
     return record
