@@ -42,6 +42,20 @@ DROP FUNCTION IF EXISTS aggregation_rows_insert_frozen();
 """
 
 
+def data_text(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(
+            "ALTER TABLE aggregation_datasetrow ALTER COLUMN data TYPE text USING data::text"
+        )
+
+
+def data_jsonb(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(
+            "ALTER TABLE aggregation_datasetrow ALTER COLUMN data TYPE jsonb USING data::jsonb"
+        )
+
+
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         # A plain cursor: the function body holds "%" and is not a parameter template.
@@ -61,12 +75,18 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AlterField(
-            model_name="datasetrow",
-            name="data",
-            field=core.db.JsonTextField(
-                help_text="The full exported row (image as its relative path)."
-            ),
+        # Elsewhere (SQLite) a JSON field already is text: only PostgreSQL's column changes.
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name="datasetrow",
+                    name="data",
+                    field=core.db.JsonTextField(
+                        help_text="The full exported row (image as its relative path)."
+                    ),
+                ),
+            ],
+            database_operations=[migrations.RunPython(data_text, data_jsonb)],
         ),
         migrations.AlterField(
             model_name="datasetrow",
