@@ -146,6 +146,23 @@ def parquet_schema(*, include_votes: bool, scale: str = "pairwise") -> pa.Schema
     return pa.schema(fields, metadata=metadata)
 
 
+#: The long texts a sample's criteria rows share (the same objects, row after row).
+_SAMPLE_TEXTS = ("question", "pred_a", "pred_b")
+
+
+def _repeated(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A column whose consecutive rows often hold the same object, each converted once."""
+    unique: list[Any] = []
+    index: list[int] = []
+    last: Any = object()
+    for value in values:
+        if value is not last:
+            unique.append(value)
+            last = value
+        index.append(len(unique) - 1)
+    return pa.array(unique, type=kind).take(pa.array(index, type=pa.int32()))
+
+
 class ParquetRowWriter:
     """Writes each chunk of rows as one row group, images embedded as bytes.
 
@@ -181,6 +198,8 @@ class ParquetRowWriter:
             elif field.name == VOTES_FIELD:
                 votes = [row.get(VOTES_FIELD) or [] for row in rows]
                 arrays.append(pa.array(votes, type=field.type))
+            elif field.name in _SAMPLE_TEXTS:
+                arrays.append(_repeated([row.get(field.name) for row in rows], field.type))
             else:
                 arrays.append(pa.array([row.get(field.name) for row in rows], type=field.type))
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))

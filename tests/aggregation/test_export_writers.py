@@ -23,9 +23,12 @@ IMAGES = {"img/a.png": b"\x89PNG a" * 40, "img/b.jpg": b"\xff\xd8 b" * 3, "img/e
 def _rows(scale: str, include_votes: bool) -> tuple[list[dict], list[str]]:
     """Rows with and without images, votes, unicode and empty texts, and scale columns."""
     rows, names = [], []
+    samples: dict[int, SampleFields] = {}
     for n in range(23):
         name = ["img/a.png", "", "img/b.jpg", "img/e.png"][n % 4]
-        sample = SampleFields(
+        # Rows of a sample share its fields (the same text objects), as in a build.
+        sample = samples.get(n // 3) if n % 4 else None
+        sample = sample or SampleFields(
             prompt_id=f"p{n // 3}" if n % 5 else f"p {n}/é",
             split="open_ended" if n % 2 else "reasoning",
             question="" if n == 7 else f'Question {n} – ∑ x² \n\t"quoted" \\ end',
@@ -35,6 +38,8 @@ def _rows(scale: str, include_votes: bool) -> tuple[list[dict], list[str]]:
             model_b="m-b",
             image_name=name,
         )
+        samples[n // 3] = sample
+        name = sample.image_name
         votes = None
         if include_votes:
             votes = [
@@ -120,8 +125,11 @@ def test_parquet_equals_the_row_by_row_reference(tmp_path, scale, include_votes)
     assert (tmp_path / "new.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
     table = pq.read_table(tmp_path / "new.parquet")
     assert table.num_rows == len(rows)
-    assert table.column("image").to_pylist()[1] is None
-    assert table.column("image").to_pylist()[3] == {"bytes": b"", "path": rows[3]["image_path"]}
+    images = table.column("image").to_pylist()
+    assert [image is None for image in images] == [not name for name in names]
+    assert {image["bytes"] for image in images if image} == {IMAGES[n] for n in names if n}
+    assert b"" in {image["bytes"] for image in images if image}
+    assert table.column("question").to_pylist() == [row["question"] for row in rows]
 
 
 def test_zip_equals_the_zipfile_reference(tmp_path):
