@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Choice, Criterion, Project, Sample, Split
+from core.db import JsonTextField
 from core.models import Job
 
 
@@ -333,13 +334,17 @@ class DatasetFile(models.Model):
 class DatasetRow(models.Model):
     """One exported row (a kept sample-criterion), frozen with its version."""
 
-    version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="rows")
+    # No index of its own: the two indexes below lead with the version.
+    version = models.ForeignKey(
+        DatasetVersion, on_delete=models.PROTECT, related_name="rows", db_index=False
+    )
     question_id = models.CharField(max_length=300)
     prompt_id = models.CharField(max_length=200)
     split = models.CharField(max_length=20, choices=Split.choices)
     criterion = models.CharField(max_length=60)
     preference = models.CharField(max_length=10)
-    data = models.JSONField(help_text="The full exported row (image as its relative path).")
+    # The JSONL line itself (text, not JSONB): read whole, never queried by key.
+    data = JsonTextField(help_text="The full exported row (image as its relative path).")
 
     class Meta:
         ordering = ["version", "id"]

@@ -1,6 +1,7 @@
 """Time a dataset version build and measure its memory for 10,000 and 100,000 samples.
 
-    .venv/bin/python bench/export.py [--sizes 10000 100000] [--criteria 5] [--no-trace] [--keep]
+    .venv/bin/python bench/export.py [--sizes 10000 100000] [--criteria 5] [--repeat 3]
+        [--no-trace] [--keep]
 
 Creates a dedicated database ``bench_export_<pid>`` on the server named by ``DATABASE_URL``
 (default ``postgres://postgres@127.0.0.1:5432/postgres``), migrates it and fills one project per
@@ -13,7 +14,9 @@ STDOUT`` (the floor any export pays), the full version build (JSONL, zip with im
 with embedded images, manifest, frozen DatasetRow records) in a fresh process, its peak resident
 memory (ru_maxrss of that process, and above a process that only loaded Django and the export
 code), and, unless ``--no-trace``, the peak of Python allocations under tracemalloc (a second
-build, since tracing slows it down).
+build, since tracing slows it down). With ``--repeat N`` the COPY and the build alternate N times
+(a fresh process each): the figures are medians, and the ratio's range across the rounds is
+printed too (on a shared machine one round says little).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -163,6 +167,15 @@ def phase_idle(args: argparse.Namespace) -> dict:
     return {}
 
 
+def _backend_cpu(pid: int) -> float | None:
+    """CPU seconds a PostgreSQL backend used so far (its /proc entry), None if unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def phase_export(args: argparse.Namespace) -> dict:
     from django.contrib.auth.models import User
 
@@ -178,13 +191,24 @@ def phase_export(args: argparse.Namespace) -> dict:
 
         pa.array(["x"])  # load pandas (pyarrow does on its first array) before tracing
         tracemalloc.start()
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    server_started = _backend_cpu(backend)
     started, cpu_started = time.perf_counter(), time.process_time()
     version = version_build(project=project, by=lead)
     seconds = time.perf_counter() - started
+    server_done = _backend_cpu(backend)
     result = {
         "seconds": round(seconds, 2),
         # The build process's own CPU time: steadier than wall time on a busy machine.
         "cpu": round(time.process_time() - cpu_started, 2),
+        # Its server backend's CPU time (None when the server runs elsewhere).
+        "server_cpu": None
+        if server_started is None or server_done is None
+        else round(server_done - server_started, 2),
         "rows": version.row_count,
         "files": {f.kind: f.size for f in version.files.all()},
     }
@@ -195,8 +219,9 @@ def phase_export(args: argparse.Namespace) -> dict:
     return result
 
 
-def copy_time(db_url: str, size: int) -> tuple[float, int]:
-    """Seconds for PostgreSQL to stream the exported rows of one project out with COPY."""
+def copy_time(db_url: str, size: int) -> tuple[float, float | None]:
+    """Seconds for PostgreSQL to stream the exported rows of one project out with COPY, and the
+    CPU seconds of its backend and of this process meanwhile (None if unreadable)."""
     import psycopg
 
     query = """
@@ -214,12 +239,18 @@ def copy_time(db_url: str, size: int) -> tuple[float, int]:
         ) TO STDOUT
     """
     with psycopg.connect(db_url) as conn, conn.cursor() as cursor:
+        backend = conn.info.backend_pid
+        server_started, cpu_started = _backend_cpu(backend), time.process_time()
         started = time.perf_counter()
         total = 0
         with cursor.copy(psycopg.sql.SQL(query).format(), [f"bench-{size}"]) as copy:
             for block in copy:
                 total += len(block)
-        return time.perf_counter() - started, total
+        seconds = time.perf_counter() - started
+        server_done = _backend_cpu(backend)
+        if server_started is None or server_done is None:
+            return seconds, None
+        return seconds, server_done - server_started + time.process_time() - cpu_started
 
 
 # --- the parent -----------------------------------------------------------------------------
@@ -257,6 +288,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--criteria", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-trace", action="store_true")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
@@ -284,14 +316,30 @@ def main() -> None:
         print(f"baseline process (Django + export code loaded): {_mb(idle_rss)} RSS\n")
         header = (
             f"{'samples':>9} {'rows':>9} {'COPY out':>9} {'build':>9} {'CPU':>8} {'x COPY':>7} "
+            f"{'range':>11} {'CPU x':>6} "
             f"{'rows/s':>8} {'peak RSS':>10} {'above base':>11} {'traced peak':>12} "
             f"{'parquet':>10} {'zip':>10} {'jsonl':>10}"
         )
         print(header)
         print("-" * len(header))
         for size in args.sizes:
-            copy_s, _ = copy_time(db_url, size)
-            result, rss = _child("export", db_url, media, size=size)
+            rounds = []
+            for _ in range(max(1, args.repeat)):
+                copy_round, copy_cpu = copy_time(db_url, size)
+                built, built_rss = _child("export", db_url, media, size=size)
+                rounds.append((copy_round, built, built_rss, copy_cpu))
+            copy_s = statistics.median(r[0] for r in rounds)
+            cpu_ratio = "-"
+            if all(r[3] and r[1]["server_cpu"] is not None for r in rounds):
+                cpu_ratio = "{:.1f}x".format(
+                    statistics.median((r[1]["cpu"] + r[1]["server_cpu"]) / r[3] for r in rounds)
+                )
+            result = dict(rounds[0][1])
+            result["seconds"] = statistics.median(r[1]["seconds"] for r in rounds)
+            result["cpu"] = statistics.median(r[1]["cpu"] for r in rounds)
+            rss = max(r[2] for r in rounds)
+            ratios = [r[1]["seconds"] / r[0] for r in rounds]
+            spread = f"{min(ratios):.0f}-{max(ratios):.0f}x"
             traced = "-"
             if not args.no_trace:
                 traced_result, _ = _child("export", db_url, media, size=size, trace=True)
@@ -300,13 +348,17 @@ def main() -> None:
             print(
                 f"{size:>9,} {result['rows']:>9,} {copy_s:>8.2f}s {result['seconds']:>8.2f}s "
                 f"{result['cpu']:>7.2f}s "
-                f"{result['seconds'] / copy_s:>6.0f}x {result['rows'] / result['seconds']:>8,.0f} "
+                f"{result['seconds'] / copy_s:>6.1f}x {spread:>11} {cpu_ratio:>6} "
+                f"{result['rows'] / result['seconds']:>8,.0f} "
                 f"{_mb(rss):>10} {_mb(rss - idle_rss):>11} {traced:>12} "
                 f"{_mb(files['parquet']):>10} {_mb(files['jsonl_zip']):>10} "
                 f"{_mb(files['jsonl']):>10}"
             )
             assert result["rows"] == filled[str(size)]["kept_rows"]
         print(
+            f"\nmedians of {max(1, args.repeat)} alternating rounds; range: the rounds' ratios; "
+            "CPU x: the build's CPU\n(its process and its server backend) over the COPY's (the "
+            "backend and the client), steadier than wall time on a shared machine."
             "\nCOPY out: PostgreSQL streaming the same rows (ids, texts, image path, preference) "
             "to the client.\nbuild: version_build end to end (read, JSONL, Parquet with embedded "
             "images, zip, DatasetRow records,\nstorage, manifest) in a fresh process; CPU: that "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from typing import Any
 
@@ -21,6 +22,25 @@ BATCH = 5000
 
 class JsonText(str):
     """JSON already serialised: written verbatim by COPY, parsed for other databases."""
+
+
+class JsonTextField(models.JSONField):
+    """A JSON value stored as its text, read back whole: no JSONB to build on insert.
+
+    For values only ever read in full (no key lookups in queries: they raise FieldError). The
+    text is kept as written, so a :class:`JsonText` is stored byte for byte.
+    """
+
+    def db_type(self, connection: Any) -> str:
+        return "text"
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if value is None or isinstance(value, JsonText) or hasattr(value, "as_sql"):
+            return value
+        return json.dumps(value, cls=self.encoder)
+
+    def get_transform(self, name: str) -> Any:
+        return None
 
 
 def _columns(model: type[models.Model], fields: Sequence[str]) -> list[models.Field]:
@@ -43,6 +63,27 @@ def _attnames(model: type[models.Model], fields: Sequence[str]) -> list[str]:
     return [f.attname for f in _columns(model, fields)]
 
 
+def _copy_sql(model: type[models.Model], columns: Sequence[models.Field]) -> str:
+    names = ", ".join(connection.ops.quote_name(f.column) for f in columns)
+    return f"COPY {connection.ops.quote_name(model._meta.db_table)} ({names}) FROM STDIN"
+
+
+def _copy_rows(copy: Any, columns: Sequence[models.Field], rows: Iterable[Sequence[Any]]) -> int:
+    """Write ``rows`` into an open COPY; only JSON values need converting."""
+    count = 0
+    json_at = [(i, f) for i, f in enumerate(columns) if isinstance(f, models.JSONField)]
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"a row of {len(row)} values for {len(columns)} fields")
+        if json_at:
+            row = list(row)
+            for i, field in json_at:
+                row[i] = _copy_value(field, row[i])
+        copy.write_row(row)
+        count += 1
+    return count
+
+
 def insert_rows(
     model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> int:
@@ -54,18 +95,13 @@ def insert_rows(
     columns = _columns(model, fields)
     count = 0
     if connection.vendor == "postgresql":
-        names = ", ".join(connection.ops.quote_name(f.column) for f in columns)
-        sql = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({names}) FROM STDIN"
         # wrap_database_errors: the driver's errors reach callers as Django's (IntegrityError...)
         with (
             connection.wrap_database_errors,
             connection.cursor() as cursor,
-            cursor.cursor.copy(sql) as copy,
+            cursor.cursor.copy(_copy_sql(model, columns)) as copy,
         ):
-            for row in rows:
-                copy.write_row([_copy_value(f, v) for f, v in zip(columns, row, strict=True)])
-                count += 1
-        return count
+            return _copy_rows(copy, columns, rows)
     pairs = list(zip(_attnames(model, fields), columns, strict=True))
     iterator = iter(rows)
     while batch := list(islice(iterator, BATCH)):
@@ -75,6 +111,58 @@ def insert_rows(
         )
         count += len(batch)
     return count
+
+
+class RowsInserter:
+    """:func:`insert_rows` of batch after batch, each written while the caller goes on.
+
+    On PostgreSQL each batch is COPYed by one background thread on the caller's own database
+    connection, so in its transaction (the driver lets one operation at a time use the
+    connection: the caller's next query waits for the COPY). The caller's work between batches
+    overlaps the server's insert. A batch's error is raised by the next :meth:`write` or by
+    :meth:`close`, which waits for the last batch and must be called before the transaction
+    ends. Elsewhere each batch is inserted before :meth:`write` returns.
+    """
+
+    def __init__(self, model: type[models.Model], fields: Sequence[str]) -> None:
+        self._model, self._fields = model, fields
+        self._columns = _columns(model, fields)
+        self._pending: Future[int] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self.count = 0
+        if connection.vendor == "postgresql":
+            connection.ensure_connection()
+            self._raw = connection.connection
+            self._sql = _copy_sql(model, self._columns)
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rows-insert")
+
+    def _copy(self, rows: Sequence[Sequence[Any]]) -> int:
+        with self._raw.cursor() as cursor, cursor.copy(self._sql) as copy:
+            return _copy_rows(copy, self._columns, rows)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            with connection.wrap_database_errors:
+                self.count += pending.result()
+
+    def write(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` (a list the caller no longer changes)."""
+        if self._pool is None:
+            self.count += insert_rows(self._model, self._fields, rows)
+            return
+        self._wait()
+        self._pending = self._pool.submit(self._copy, rows)
+
+    def close(self) -> int:
+        """Wait for the last batch (raising its error); the number of rows written."""
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+        return self.count
 
 
 def update_rows(

@@ -12,7 +12,7 @@ from django.core.files.storage import default_storage
 from django.db.models import CharField, JSONField, Value
 
 from aggregation.selectors.review import exportable_labels
-from annotation.models import Project, ReferenceLabel, Vote
+from annotation.models import Project, ReferenceLabel, Sample, Vote
 from annotation.pseudonyms import Pseudonyms, project_pseudonyms
 from core.text import counted
 
@@ -95,9 +95,7 @@ _LABEL_FIELDS = (
     ("criterion", "criterion__key"),
     ("prompt_id", "sample__external_id"),
     ("split", "sample__split"),
-    ("question", "sample__question"),
-    ("pred_a", "sample__response_a"),
-    ("pred_b", "sample__response_b"),
+    ("sample_id", "sample_id"),
     ("model_a", "sample__model_a"),
     ("model_b", "sample__model_b"),
     ("image_name", "sample__image"),
@@ -111,6 +109,10 @@ _SCALE_LABEL_FIELDS = (
     ("soft_label", "soft_label"),
 )
 _QUESTION_IDS = ("question_ids", "sample__metadata__question_ids")
+# A sample's texts, read once for all its criteria rows (not once per row in the label query).
+_TEXT_FIELDS = (("question", "question"), ("pred_a", "response_a"), ("pred_b", "response_b"))
+# Labels read at once (the server cursor's fetch): their samples' texts take one query.
+READ_SIZE = 4 * CHUNK_SIZE  # a multiple: the chunks (Parquet row groups) stay the same
 
 
 #: Where a version's labels come from: the aggregated votes, or the published preferences
@@ -152,14 +154,30 @@ def _chunks(
         fields.extend(_SCALE_LABEL_FIELDS)
     labels = source.values_list(*(lookup for _, lookup in fields))
     keys = [key for key, _ in fields]
-    chunk: list[dict[str, Any]] = []
-    for values in labels.iterator(chunk_size=2000):
-        chunk.append(dict(zip(keys, values, strict=True)))
-        if len(chunk) >= CHUNK_SIZE:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    block: list[dict[str, Any]] = []
+    for values in labels.iterator(chunk_size=READ_SIZE):
+        block.append(dict(zip(keys, values, strict=True)))
+        if len(block) >= READ_SIZE:
+            yield from _with_texts(block)
+            block = []
+    if block:
+        yield from _with_texts(block)
+
+
+def _with_texts(block: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """The block's labels with their samples' texts (one query), in chunks of CHUNK_SIZE."""
+    ids = {label["sample_id"] for label in block}
+    texts = {
+        pk: values
+        for pk, *values in Sample.objects.filter(pk__in=ids).values_list(
+            "pk", *(lookup for _, lookup in _TEXT_FIELDS)
+        )
+    }
+    names = [key for key, _ in _TEXT_FIELDS]
+    for label in block:
+        label.update(zip(names, texts[label["sample_id"]], strict=True))
+    for start in range(0, len(block), CHUNK_SIZE):
+        yield block[start : start + CHUNK_SIZE]
 
 
 def _votes_by_id(chunk: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -202,7 +220,12 @@ def export_build(
     ``on_rows(rows, lines)`` receives each chunk (to freeze it as DatasetRow records);
     ``progress(done, total, message)`` is called once per chunk.
     """
-    total = export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
+    # The total only tells the progress: no count query without it.
+    total = (
+        export_count(project=project, include_seeds=include_seeds, labels_from=labels_from)
+        if progress is not None
+        else 0
+    )
     # Graded and pointwise rows carry the votes' grades or scores and the label's figures.
     scale = project.label_scale if labels_from == LABELS_VOTES else "pairwise"
     scaled = scale in SCALE_FIELDS
@@ -233,6 +256,8 @@ def export_build(
         paths["parquet"], include_votes=include_votes, read_image=prompt_image, scale=scale
     )
     archive = ZipWriter(paths["jsonl_zip"])
+    fields: SampleFields | None = None
+    fields_of: int | None = None
     try:
         for chunk in _chunks(project, include_seeds, labels_from, include_votes, scaled):
             chunk_images.clear()
@@ -240,16 +265,19 @@ def export_build(
             rows: list[dict[str, Any]] = []
             names: list[str] = []
             for label in chunk:
-                fields = SampleFields(
-                    prompt_id=label["prompt_id"],
-                    split=label["split"],
-                    question=label["question"],
-                    pred_a=label["pred_a"],
-                    pred_b=label["pred_b"],
-                    model_a=label["model_a"],
-                    model_b=label["model_b"],
-                    image_name=label["image_name"] or "",
-                )
+                if fields is None or label["sample_id"] != fields_of:
+                    # A sample's criteria rows come together: its fields are made once.
+                    fields_of = label["sample_id"]
+                    fields = SampleFields(
+                        prompt_id=label["prompt_id"],
+                        split=label["split"],
+                        question=label["question"],
+                        pred_a=label["pred_a"],
+                        pred_b=label["pred_b"],
+                        model_a=label["model_a"],
+                        model_b=label["model_b"],
+                        image_name=label["image_name"] or "",
+                    )
                 row_votes = None
                 label_votes = [
                     votes[int(i)] for i in label.get("vote_ids") or [] if int(i) in votes
@@ -283,10 +311,12 @@ def export_build(
                 rows.append(row)
                 names.append(fields.image_name)
             lines = [jsonl_line(row) for row in rows]
-            jsonl.write_lines(lines)
-            parquet.write(rows, names)
-            if on_rows is not None:
+            if on_rows is not None:  # first: a sink may work in the background meanwhile
                 on_rows(rows, lines)
+            data = b"".join(lines)
+            archive.add_rows(data)  # deflated in the background too
+            jsonl.write_lines((data,))
+            parquet.write(rows, names)
             done += len(rows)
             if progress is not None:
                 progress(done, total, f"{done:,} of {counted(total, 'row')}")
@@ -294,7 +324,7 @@ def export_build(
         jsonl.close()
         if progress is not None:
             progress(done, total, "Adding the rows to the zip")
-        archive.add_jsonl(paths["jsonl"])
+        archive.add_jsonl()
     finally:
         jsonl.close()
         parquet.close()

@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from annotation.ab import CHOICE_NAMES
@@ -60,6 +61,7 @@ def preference_name(preference: str) -> str:
         raise ValueError(f"a kept label must prefer A or B, got {preference!r}") from None
 
 
+@lru_cache(maxsize=4096)  # a prompt's rows come together: its path is made once
 def image_relpath(prompt_id: str, source_name: str) -> str | None:
     """``images/<prompt_id>.<ext>`` for the sample's stored image, or None without one.
 

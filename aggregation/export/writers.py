@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 import orjson
 import pyarrow as pa
@@ -142,6 +146,23 @@ def parquet_schema(*, include_votes: bool, scale: str = "pairwise") -> pa.Schema
     return pa.schema(fields, metadata=metadata)
 
 
+#: The long texts a sample's criteria rows share (the same objects, row after row).
+_SAMPLE_TEXTS = ("question", "pred_a", "pred_b")
+
+
+def _repeated(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A column whose consecutive rows often hold the same object, each converted once."""
+    unique: list[Any] = []
+    index: list[int] = []
+    last: Any = object()
+    for value in values:
+        if value is not last:
+            unique.append(value)
+            last = value
+        index.append(len(unique) - 1)
+    return pa.array(unique, type=kind).take(pa.array(index, type=pa.int32()))
+
+
 class ParquetRowWriter:
     """Writes each chunk of rows as one row group, images embedded as bytes.
 
@@ -169,20 +190,34 @@ class ParquetRowWriter:
         """``image_names[i]`` is the storage name of row i's image ("" when it has none)."""
         if not rows:
             return
-        columns: dict[str, list[Any]] = {f.name: [] for f in self.schema}
-        for row, name in zip(rows, image_names, strict=True):
-            for field in (*ROW_FIELDS, *self._scale_fields):
-                columns[field].append(row.get(field))
-            if name:  # read_image caches: the criterion rows of one prompt share its image
-                columns["image"].append(
-                    {"bytes": self._read_image(name), "path": row["image_path"]}
-                )
+        # Column by column (the same values from_pydict would take, without a dict per row).
+        arrays = []
+        for field in self.schema:
+            if field.name == "image":
+                arrays.append(self._images(rows, image_names, field.type))
+            elif field.name == VOTES_FIELD:
+                votes = [row.get(VOTES_FIELD) or [] for row in rows]
+                arrays.append(pa.array(votes, type=field.type))
+            elif field.name in _SAMPLE_TEXTS:
+                arrays.append(_repeated([row.get(field.name) for row in rows], field.type))
             else:
-                columns["image"].append(None)
-            if self._include_votes:
-                columns[VOTES_FIELD].append(row.get(VOTES_FIELD) or [])
-        table = pa.Table.from_pydict(columns, schema=self.schema)
-        self._writer.write_table(table)
+                arrays.append(pa.array([row.get(field.name) for row in rows], type=field.type))
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def _images(
+        self, rows: list[dict[str, Any]], image_names: list[str], kind: pa.DataType
+    ) -> pa.Array:
+        """The image structs: the bytes (read_image caches: a prompt's rows share its image)."""
+        read = self._read_image
+        data = [read(name) if name else None for name in image_names]
+        paths = [
+            row["image_path"] if name else None for row, name in zip(rows, image_names, strict=True)
+        ]
+        return pa.StructArray.from_arrays(
+            [pa.array(data, type=pa.binary()), pa.array(paths, type=pa.string())],
+            fields=list(kind),
+            mask=pa.array([not name for name in image_names], type=pa.bool_()),
+        )
 
     def close(self) -> None:
         self._writer.close()
@@ -196,40 +231,123 @@ def _zip_info(name: str, *, compress: int) -> zipfile.ZipInfo:
     return info
 
 
-def _copy(src: BinaryIO, dst: IO[bytes]) -> None:
-    while chunk := src.read(COPY_CHUNK):
-        dst.write(chunk)
-
-
 def _safe_entry(relpath: str) -> str:
     if relpath.startswith("/") or ".." in relpath.split("/"):
         raise ValueError(f"unsafe image path {relpath!r}")
     return relpath
 
 
+class _Deflater:
+    """``rows.jsonl`` deflated chunk after chunk by one background thread into a spool file.
+
+    zlib works without the interpreter lock, so the build goes on meanwhile. Deflate gives the
+    same bytes however its input is split, so the entry equals deflating the whole file.
+    """
+
+    def __init__(self) -> None:
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the zip writer
+        self._compressor = zlib.compressobj(JSONL_DEFLATE_LEVEL, zlib.DEFLATED, -15)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jsonl-deflate")
+        self._pending: Future[None] | None = None
+        self.crc = self.size = 0
+
+    def _deflate(self, data: bytes) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        self._spool.write(self._compressor.compress(data))
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def feed(self, data: bytes) -> None:
+        self._wait()  # one chunk at a time: memory stays at a chunk
+        self._pending = self._pool.submit(self._deflate, data)
+
+    def finish(self) -> IO[bytes]:
+        """Wait for the last chunk; the deflated bytes, from their start."""
+        self.close()
+        self._spool.write(self._compressor.flush())
+        self._spool.seek(0)
+        return self._spool
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def discard(self) -> None:
+        try:
+            self.close()
+        finally:
+            self._spool.close()
+
+
 class ZipWriter:
     """The version's zip, written in one pass: each image as its prompt's rows stream by (the
-    bytes the Parquet writer already read), then ``rows.jsonl`` once the JSONL is complete.
+    bytes the Parquet writer already read), then ``rows.jsonl``, deflated meanwhile.
 
     Images are stored uncompressed (they already are compressed); the JSONL is deflated at
-    level 1 (a fifth of the time of the default level for a few percent more bytes). What
-    stays in memory is the central directory (a few hundred bytes per entry).
+    level 1 (a fifth of the time of the default level for a few percent more bytes), chunk by
+    chunk as the rows come (:meth:`add_rows`), in the background. What stays in memory is the
+    central directory (a few hundred bytes per entry). Each entry is the bytes
+    ``ZipFile.open(info, "w", force_zip64=True)`` writes, without its seek back to rewrite the
+    header once the CRC and sizes are known (which flushes the file every time): they are known
+    before the header is written.
     """
 
     def __init__(self, path: Path) -> None:
-        self._zf = zipfile.ZipFile(path, "w", allowZip64=True, compresslevel=JSONL_DEFLATE_LEVEL)
+        self._zf = zipfile.ZipFile(path, "w", allowZip64=True)
+        self._rows: _Deflater | None = None
         self.images = 0
+
+    def _entry(self, info: zipfile.ZipInfo, data: bytes | IO[bytes]) -> None:
+        """Write an entry whose ``file_size``, ``compress_size`` and ``CRC`` are set."""
+        zf = self._zf
+        if zf._writing:
+            raise ValueError("another entry of the zip is being written")
+        if zf.fp.tell() != zf.start_dir:
+            zf.fp.seek(zf.start_dir)
+        info.header_offset = zf.start_dir
+        zf._writecheck(info)  # what ZipFile.open checks (and warns of) before an entry
+        if isinstance(data, bytes):
+            zf.fp.write(info.FileHeader(True) + data)
+        else:
+            zf.fp.write(info.FileHeader(True))
+            shutil.copyfileobj(data, zf.fp, COPY_CHUNK)
+        zf.start_dir = zf.fp.tell()
+        zf._didModify = True
+        zf.filelist.append(info)
+        zf.NameToInfo[info.filename] = info
 
     def add_image(self, relpath: str, data: bytes) -> None:
         info = _zip_info(_safe_entry(relpath), compress=zipfile.ZIP_STORED)
-        with self._zf.open(info, "w", force_zip64=True) as dst:
-            dst.write(data)
+        info.file_size = info.compress_size = len(data)
+        info.CRC = zlib.crc32(data)
+        self._entry(info, data)
         self.images += 1
 
-    def add_jsonl(self, jsonl: Path) -> None:
-        info = _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED)
-        with open(jsonl, "rb") as src, self._zf.open(info, "w", force_zip64=True) as dst:
-            _copy(src, dst)
+    def add_rows(self, data: bytes) -> None:
+        """The next bytes of ``rows.jsonl`` (deflated in the background; see add_jsonl)."""
+        if self._rows is None:
+            self._rows = _Deflater()
+        self._rows.feed(data)
+
+    def add_jsonl(self) -> None:
+        """Add ``rows.jsonl``: every add_rows so far, deflated."""
+        rows, self._rows = self._rows or _Deflater(), None
+        with rows.finish() as deflated:
+            info = _zip_info(JSONL_ENTRY, compress=zipfile.ZIP_DEFLATED)
+            info.file_size, info.CRC = rows.size, rows.crc
+            info.compress_size = deflated.seek(0, 2)
+            deflated.seek(0)
+            self._entry(info, deflated)
 
     def close(self) -> None:
-        self._zf.close()
+        try:
+            if self._rows is not None:  # abandoned mid-build: stop the deflate thread
+                self._rows.discard()
+        finally:
+            self._zf.close()

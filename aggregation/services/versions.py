@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from django.utils import timezone
 from annotation.models import Criterion, LabelScale, Project
 from annotation.pseudonyms import Pseudonyms
 from annotation.services.criteria import criteria_history
-from core.db import JsonText, insert_rows
+from core.db import JsonText, RowsInserter
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
 from ..export.contested import CONTESTED_FILE, ContestedResult, contested_build
@@ -170,18 +171,18 @@ def _agreement(project: Project, pseudonyms: Pseudonyms) -> dict[str, Any]:
 _ROW_COLUMNS = ("question_id", "prompt_id", "split", "criterion", "preference")
 
 
-def _rows_sink(version: DatasetVersion) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
+def _rows_sink(
+    version: DatasetVersion, inserter: RowsInserter
+) -> Callable[[list[dict[str, Any]], list[bytes]], None]:
     """Freeze each chunk of rows as DatasetRow records; the JSONL line is the row's JSON."""
-    fields = ("version_id", *_ROW_COLUMNS, "data")
+    columns = itemgetter(*_ROW_COLUMNS)
 
     def write_rows(rows: list[dict[str, Any]], lines: list[bytes]) -> None:
-        insert_rows(
-            DatasetRow,
-            fields,
-            (
-                (version.pk, *(row[c] for c in _ROW_COLUMNS), JsonText(line[:-1].decode()))
+        inserter.write(
+            [
+                (version.pk, *columns(row), JsonText(line[:-1].decode()))
                 for row, line in zip(rows, lines, strict=True)
-            ),
+            ]
         )
 
     return write_rows
@@ -191,11 +192,29 @@ def _file_storage() -> Any:
     return DatasetFile._meta.get_field("file").storage
 
 
-def _store(version: DatasetVersion, kind: str, path: Path, stored: list[str]) -> DatasetFile:
-    sha, size = file_digest(path)
+class _BuiltFile(File):
+    """A built file a storage may move into place (it is not read again)."""
+
+    def temporary_file_path(self) -> str:
+        return str(self.name)
+
+
+def _store(
+    version: DatasetVersion,
+    kind: str,
+    path: Path,
+    stored: list[str],
+    digest: tuple[str, int] | None = None,
+) -> DatasetFile:
+    """Store a built file and its record; ``digest`` (sha256, size) when already computed.
+
+    With a digest the built file is no longer read: a storage on the local disk moves it
+    instead of copying it (Django's storage does so for a file with a temporary path).
+    """
+    sha, size = digest or file_digest(path)
     record = DatasetFile(version=version, kind=kind, size=size, sha256=sha)
     with open(path, "rb") as fh:
-        record.file.save(path.name, File(fh), save=False)
+        record.file.save(path.name, _BuiltFile(fh) if digest else File(fh), save=False)
     stored.append(record.file.name)
     record.save()
     return record
@@ -345,18 +364,23 @@ def version_build(
     try:
         with tempfile.TemporaryDirectory(prefix="export-") as tmp, transaction.atomic():
             _consistent_read(outermost=outermost)
-            result = export_build(
-                project=project,
-                out_dir=Path(tmp),
-                stem=f"{project.slug}-v{version.number}",
-                include_votes=include_votes,
-                include_seeds=include_seeds,
-                on_rows=_rows_sink(version),
-                progress=progress,
-                labels_from=labels_from,
-            )
+            # The rows are frozen while the files are written (RowsInserter).
+            inserter = RowsInserter(DatasetRow, ("version_id", *_ROW_COLUMNS, "data"))
+            try:
+                result = export_build(
+                    project=project,
+                    out_dir=Path(tmp),
+                    stem=f"{project.slug}-v{version.number}",
+                    include_votes=include_votes,
+                    include_seeds=include_seeds,
+                    on_rows=_rows_sink(version, inserter),
+                    progress=progress,
+                    labels_from=labels_from,
+                )
+            finally:
+                inserter.close()
             for kind, path in result.files.items():
-                _store(version, kind, path, stored)
+                _store(version, kind, path, stored, result.digests[kind])
             contested = None
             if include_contested and labels_from == LABELS_VOTES:
                 contested = contested_build(

@@ -108,11 +108,13 @@ def judges_compare(
 
 def rows_with_questions(*, version: DatasetVersion, rows: list[DifferingRow]) -> list[DifferingRow]:
     """The given rows with their question text (one query, for a page of rows)."""
-    texts = dict(
-        DatasetRow.objects.filter(
+    # The row JSON is stored whole (text): read it and take the question.
+    texts = {
+        qid: data.get("question")
+        for qid, data in DatasetRow.objects.filter(
             version=version, question_id__in=[r.question_id for r in rows]
-        ).values_list("question_id", "data__question")
-    )
+        ).values_list("question_id", "data")
+    }
     return [
         DifferingRow(**{**r.__dict__, "question": str(texts.get(r.question_id) or "")})
         for r in rows

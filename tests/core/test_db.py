@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from aggregation.models import CriterionLabel
 from annotation.models import Sample
-from core.db import JsonText, insert_rows, read_int_columns, update_rows
+from core.db import JsonText, RowsInserter, insert_rows, read_int_columns, update_rows
 
 pytestmark = pytest.mark.django_db
 NOW = timezone.now()
@@ -112,6 +112,41 @@ def test_a_failed_insert_leaves_no_rows(project):
     ]
     with pytest.raises(IntegrityError), transaction.atomic():
         insert_rows(CriterionLabel, FIELDS, rows)
+    assert CriterionLabel.objects.count() == 0
+
+
+def test_rows_inserter_writes_every_batch_in_the_callers_transaction(project):
+    samples = _samples(project, 5)
+    criterion = project.criteria.first()
+    rows = [
+        (s.pk, criterion.pk, "kept_unanimous", "AB"[i % 2], i, 0, 0, JsonText(f"[{i}]"), NOW)
+        for i, s in enumerate(samples)
+    ]
+    with transaction.atomic():
+        inserter = RowsInserter(CriterionLabel, FIELDS)
+        inserter.write(rows[:2])
+        # The caller's own queries go on between batches, on the same connection.
+        assert Sample.objects.filter(project=project).count() == 5
+        inserter.write(rows[2:3])
+        inserter.write([])
+        inserter.write(rows[3:])
+        assert inserter.close() == 5
+        assert CriterionLabel.objects.count() == 5
+    stored = list(CriterionLabel.objects.order_by("sample_id").values_list(*STORED))
+    assert stored == [(*row[:7], [i]) for i, row in enumerate(rows)]
+
+
+def test_a_failed_batch_of_the_rows_inserter_raises_and_leaves_no_rows(project):
+    samples = _samples(project, 2)
+    criterion = project.criteria.first()
+    row = (samples[0].pk, criterion.pk, "kept_unanimous", "A", 3, 0, 0, [], NOW)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        inserter = RowsInserter(CriterionLabel, FIELDS)
+        try:
+            inserter.write([row])
+            inserter.write([row])  # a duplicate: raised here or by close()
+        finally:
+            inserter.close()
     assert CriterionLabel.objects.count() == 0
 
 
