@@ -527,9 +527,9 @@ class LabelStudio:
         self.acked: dict[int, dict[int, tuple[int, str]]] = {}
         self.lock = threading.Lock()
 
-    def connect(self) -> http.client.HTTPConnection:
+    def connect(self, timeout: float = 60) -> http.client.HTTPConnection:
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        return kind(self.host, self.port, timeout=60)
+        return kind(self.host, self.port, timeout=timeout)
 
     def call(self, conn, method: str, path: str, auth: str, body=None) -> tuple[int, object]:
         headers = {"Authorization": auth, "Accept": "application/json"}
@@ -626,7 +626,7 @@ class LabelStudio:
 
     def check(self, pid: int, k: int) -> list[str]:
         """Every acknowledged annotation stored as sent, none unacknowledged, at most k a task."""
-        conn = self.connect()
+        conn = self.connect(timeout=600)  # the whole project, on a loaded machine
         try:
             status, tasks = self.call(
                 conn,
@@ -634,6 +634,8 @@ class LabelStudio:
                 f"/api/projects/{pid}/export?exportType=JSON&download_all_tasks=true",
                 self.owner,
             )
+        except OSError as exc:
+            return [f"export failed: {exc!r}"]
         finally:
             conn.close()
         if status != 200 or not isinstance(tasks, list):
@@ -706,7 +708,11 @@ class LabelStudioClient:
             self.task = task["id"]
 
     def start(self) -> None:
-        self.next_task()
+        try:
+            self.next_task()
+        except OSError as exc:  # recorded and reported; this client does not run
+            self.errors.append(f"first next: {exc!r}")
+            self.task = None
 
     def loop(self) -> bool:
         """Post an annotation on the current task and fetch the next one. False when done."""
