@@ -940,9 +940,10 @@ def pairs_summary(pairs: dict[tuple[int, int], list[tuple[float, float]]]) -> No
 
     print("\nours / Label Studio, each pair run back to back (ours, then Label Studio):")
     for (n, users), runs in pairs.items():
-        ratios = sorted(o / t for o, t in runs if t == t and t > 0)
-        if not ratios:
+        runs = [(o, t) for o, t in runs if t == t and t > 0]  # not a pair if theirs did not run
+        if not runs:
             continue
+        ratios = sorted(o / t for o, t in runs)
         ours = statistics.median(o for o, _ in runs)
         theirs = statistics.median(t for _, t in runs)
         print(
