@@ -49,8 +49,8 @@ ITEM = re.compile(r'data-sample="(\d+)" data-criterion="(\d+)"')
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,100000")
-    parser.add_argument("--users", default="1,10,50")
+    parser.add_argument("--sizes", nargs="+", default=["1000,100000"])
+    parser.add_argument("--users", nargs="+", default=["1,10,50"])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
@@ -73,6 +73,13 @@ def parse_args() -> argparse.Namespace:
         default=os.environ.get("CACHE_URL", ""),
         help="shared cache for gunicorn (e.g. redis://127.0.0.1:6379/3), as deployed; sessions"
         " are then read from it",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        help="rounds over the user levels (each on a fresh project); with LABEL_STUDIO_URL, the"
+        " median of ours / Label Studio over the pairs",
     )
     return parser.parse_args()
 
@@ -110,13 +117,13 @@ def django_setup(url: str, cache_url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_project(n: int):
+def build_project(n: int, slug: str = ""):
     from django.db import connection
 
     from annotation.models import Sample
     from annotation.services.projects import project_create
 
-    project = project_create(name=f"Bench {n}", slug=f"bench-{n}")
+    project = project_create(name=f"Bench {n}", slug=slug or f"bench-{n}")
     batch = 10_000
     for start in range(0, n, batch):
         Sample.objects.bulk_create(
@@ -501,9 +508,11 @@ class LabelStudio:
     token: creates the project and imports the tasks) are required; ``LABEL_STUDIO_TOKENS``
     (comma-separated annotator tokens) gives each client its own account, else they all share
     the owner's. A legacy token is sent as ``Token``; a personal access token (a JWT) is
-    exchanged at ``/api/token/refresh`` for a ``Bearer`` access token. One task per (sample,
-    criterion), at most ``annotators_per_sample`` annotations each; a loop is what the labeling
-    stream does: post the annotation, then ask for the next task.
+    exchanged at ``/api/token/refresh/`` for a ``Bearer`` access token, exchanged again when
+    it expires. One task per (sample, criterion), at most ``annotators_per_sample``
+    annotations each; a loop is what the labeling stream does: post the annotation, then ask
+    for the next task. Every annotation acknowledged (201) is checked afterwards in the
+    project's export.
     """
 
     def __init__(self, url: str, token: str, tokens: list[str]) -> None:
@@ -511,12 +520,16 @@ class LabelStudio:
         self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 80
         self.https = parsed.scheme == "https"
         self.prefix = parsed.path.rstrip("/")
+        self.refresh: dict[str, str] = {}  # Bearer header -> the personal access token behind it
         self.owner = self.authorization(token)
         self.tokens = [self.authorization(t) for t in tokens] or [self.owner]
+        # Annotation id -> (task id, choice) for every 201, per project.
+        self.acked: dict[int, dict[int, tuple[int, str]]] = {}
+        self.lock = threading.Lock()
 
-    def connect(self) -> http.client.HTTPConnection:
+    def connect(self, timeout: float = 60) -> http.client.HTTPConnection:
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        return kind(self.host, self.port, timeout=60)
+        return kind(self.host, self.port, timeout=timeout)
 
     def call(self, conn, method: str, path: str, auth: str, body=None) -> tuple[int, object]:
         headers = {"Authorization": auth, "Accept": "application/json"}
@@ -534,24 +547,19 @@ class LabelStudio:
         return response.status, payload
 
     def authorization(self, token: str) -> str:
+        """The Authorization header for a legacy token, or for a personal access token's access."""
         if token.count(".") != 2:
             return f"Token {token}"
         conn = self.connect()
         try:
-            headers = {"Content-Type": "application/json"}
-            conn.request(
-                "POST",
-                self.prefix + "/api/token/refresh",
-                body=json.dumps({"refresh": token}),
-                headers=headers,
-            )
-            response = conn.getresponse()
-            payload = json.loads(response.read() or b"{}")
+            status, payload = self.call(conn, "POST", "/api/token/refresh/", "", {"refresh": token})
         finally:
             conn.close()
-        if response.status != 200 or "access" not in payload:
-            raise RuntimeError(f"token refresh answered {response.status}")
-        return f"Bearer {payload['access']}"
+        if status != 200 or not isinstance(payload, dict) or "access" not in payload:
+            raise RuntimeError(f"token refresh answered {status}")
+        header = f"Bearer {payload['access']}"
+        self.refresh[header] = token
+        return header
 
     def project_create(self, n: int, criteria: list[str], k: int) -> int:
         conn = self.connect()
@@ -591,6 +599,7 @@ class LabelStudio:
                 )
                 if status not in (200, 201):
                     raise RuntimeError(f"task import answered {status}: {answer}")
+            self.acked[pid] = {}
             return pid
         finally:
             conn.close()
@@ -615,6 +624,51 @@ class LabelStudio:
         latencies = [x for c in clients for x in c.latencies]
         return figures(latencies, wall), [e for c in clients for e in c.errors]
 
+    def check(self, pid: int, k: int) -> list[str]:
+        """Every acknowledged annotation stored as sent, none unacknowledged, at most k a task."""
+        conn = self.connect(timeout=600)  # the whole project, on a loaded machine
+        try:
+            status, tasks = self.call(
+                conn,
+                "GET",
+                f"/api/projects/{pid}/export?exportType=JSON&download_all_tasks=true",
+                self.owner,
+            )
+        except OSError as exc:
+            return [f"export failed: {exc!r}"]
+        finally:
+            conn.close()
+        if status != 200 or not isinstance(tasks, list):
+            return [f"export answered {status}"]
+        stored: dict[int, tuple[int, str]] = {}
+        over = twice = 0
+        for task in tasks:
+            kept = [a for a in task.get("annotations", []) if not a.get("was_cancelled")]
+            over += len(kept) > k
+            annotators = [a["completed_by"] for a in kept]
+            twice += len(annotators) != len(set(annotators))
+            for annotation in kept:
+                choices = [
+                    r["value"]["choices"][0] for r in annotation["result"] if r["type"] == "choices"
+                ]
+                stored[annotation["id"]] = (task["id"], choices[0] if choices else "")
+        acked = self.acked.get(pid, {})
+        problems = []
+        if over:
+            problems.append(f"{over} tasks with more than {k} annotations")
+        if twice:
+            problems.append(f"{twice} tasks annotated twice by one annotator")
+        lost = acked.keys() - stored.keys()
+        if lost:
+            problems.append(f"{len(lost)} acknowledged annotations not stored")
+        changed = [a for a in acked.keys() & stored.keys() if stored[a] != acked[a]]
+        if changed:
+            problems.append(f"{len(changed)} annotations stored with another task or choice")
+        unacked = stored.keys() - acked.keys()
+        if unacked:
+            problems.append(f"{len(unacked)} stored annotations never acknowledged")
+        return problems
+
 
 @dataclass
 class LabelStudioClient:
@@ -630,29 +684,47 @@ class LabelStudioClient:
     def __post_init__(self) -> None:
         self.conn = self.ls.connect()
 
+    def call(self, method: str, path: str, body=None) -> tuple[int, object]:
+        """One request; a closed keep-alive connection or an expired access token retried once."""
+        try:
+            status, payload = self.ls.call(self.conn, method, path, self.auth, body)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self.conn.close()
+            self.conn = self.ls.connect()
+            status, payload = self.ls.call(self.conn, method, path, self.auth, body)
+        if status == 401 and self.auth in self.ls.refresh:
+            self.auth = self.ls.authorization(self.ls.refresh[self.auth])
+            status, payload = self.ls.call(self.conn, method, path, self.auth, body)
+        return status, payload
+
     def next_task(self) -> None:
-        status, task = self.ls.call(self.conn, "GET", f"/api/projects/{self.pid}/next/", self.auth)
+        status, task = self.call("GET", f"/api/projects/{self.pid}/next/")
         if status == 404:
             self.task = None  # nothing left for this annotator
-        elif status != 200:
+        elif status != 200 or not isinstance(task, dict):
             self.errors.append(f"next {status}: {str(task)[:200]}")
             self.task = None
         else:
             self.task = task["id"]
 
     def start(self) -> None:
-        self.next_task()
+        try:
+            self.next_task()
+        except OSError as exc:  # recorded and reported; this client does not run
+            self.errors.append(f"first next: {exc!r}")
+            self.task = None
 
     def loop(self) -> bool:
         """Post an annotation on the current task and fetch the next one. False when done."""
         if self.task is None:
             return False
+        choice = "A" if self.task % 2 else "B"
         result = [
             {
                 "from_name": "choice",
                 "to_name": "question",
                 "type": "choices",
-                "value": {"choices": ["A" if self.task % 2 else "B"]},
+                "value": {"choices": [choice]},
             },
             {
                 "from_name": "rationale",
@@ -664,10 +736,12 @@ class LabelStudioClient:
         body = {"result": result, "lead_time": 7.5, "project": self.pid, "task": self.task}
         began = time.perf_counter()
         path = f"/api/tasks/{self.task}/annotations/?project={self.pid}"
-        status, answer = self.ls.call(self.conn, "POST", path, self.auth, body)
-        if status != 201:
+        status, answer = self.call("POST", path, body)
+        if status != 201 or not isinstance(answer, dict):
             self.errors.append(f"annotation {status}: {str(answer)[:200]}")
             return False
+        with self.ls.lock:
+            self.ls.acked.setdefault(self.pid, {})[answer["id"]] = (self.task, choice)
         self.next_task()
         self.latencies.append(time.perf_counter() - began)
         return self.task is not None
@@ -820,8 +894,14 @@ def check_invariants(
     return problems
 
 
-def peer_line(peer: LabelStudio, projects: dict[int, int], n: int, users: int, args, ours: float):
-    """Run Label Studio's loop at the same size and concurrency; print it beside ours."""
+def peer_line(
+    peer: LabelStudio, projects: dict[int, int], n: int, users: int, args, ours: float
+) -> tuple[float, list[str]]:
+    """Run Label Studio's loop at the same size and concurrency; print it beside ours.
+
+    Returns its loops/s (NaN when it could not run) and what went wrong: HTTP errors and the
+    broken checks of its export.
+    """
     from annotation.models import Criterion
 
     try:
@@ -833,17 +913,45 @@ def peer_line(peer: LabelStudio, projects: dict[int, int], n: int, users: int, a
             )
             projects[n] = peer.project_create(n, criteria, 3)
         result, errors = peer.run(projects[n], users, args.seconds)
+        problems = peer.check(projects[n], 3)
     except (OSError, RuntimeError, KeyError, TypeError) as exc:
         print(f"  Label Studio: skipped ({exc!r})", flush=True)
-        return
+        return float("nan"), [f"Label Studio did not run: {exc!r}"]
+    if errors:
+        problems.insert(0, f"{len(errors)} HTTP errors, first: {errors[0]}")
     times = ours / result["per_s"] if result["per_s"] else float("nan")
     print(
         f"  Label Studio {n:,} x {users}: {result['n']} loops, {result['per_s']:.1f} loops/s,"
-        f" p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms, {len(errors)} errors"
-        + (f" (first: {errors[0]})" if errors else "")
-        + f"; ours / Label Studio: {times:.1f}x",
+        f" p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms; {'; '.join(problems) or 'ok'}"
+        f"; ours / Label Studio: {times:.1f}x",
         flush=True,
     )
+    return result["per_s"], problems
+
+
+def rounds(levels: list[int], pairs: int) -> list[tuple[int, int]]:
+    """(round, users) in run order: every level once per round, so the rounds alternate."""
+    return [(rep, users) for rep in range(pairs) for users in levels]
+
+
+def pairs_summary(pairs: dict[tuple[int, int], list[tuple[float, float]]]) -> None:
+    """Print ours / Label Studio per size and K: the median of the pairs run back to back."""
+    import statistics
+
+    print("\nours / Label Studio, each pair run back to back (ours, then Label Studio):")
+    for (n, users), runs in pairs.items():
+        runs = [(o, t) for o, t in runs if t == t and t > 0]  # not a pair if theirs did not run
+        if not runs:
+            continue
+        ratios = sorted(o / t for o, t in runs)
+        ours = statistics.median(o for o, _ in runs)
+        theirs = statistics.median(t for _, t in runs)
+        print(
+            f"  {n:>8,} x {users:>3}: median {statistics.median(ratios):.1f}x over"
+            f" {len(ratios)} pairs (range {ratios[0]:.1f} - {ratios[-1]:.1f}x);"
+            f" loops/s, medians: ours {ours:.1f}, Label Studio {theirs:.1f}",
+            flush=True,
+        )
 
 
 # --- main ---------------------------------------------------------------------------------
@@ -851,8 +959,8 @@ def peer_line(peer: LabelStudio, projects: dict[int, int], n: int, users: int, a
 
 def main() -> int:
     args = parse_args()
-    sizes = [int(x) for x in args.sizes.split(",") if x]
-    levels = [int(x) for x in args.users.split(",") if x]
+    sizes = [int(x) for x in ",".join(args.sizes).split(",") if x]
+    levels = [int(x) for x in ",".join(args.users).split(",") if x]
     name, url = scratch_database(args.server)
     proc = None
     failures = 0
@@ -866,6 +974,7 @@ def main() -> int:
             print(f"built project of {n:,} samples in {time.monotonic() - began:.1f}s", flush=True)
         proc = start_gunicorn(url, args)
         peer_projects: dict[int, int] = {}
+        pairs: dict[tuple[int, int], list[tuple[float, float]]] = {}
         print(
             f"gunicorn on 127.0.0.1:{args.port}: {args.workers} workers x {args.threads} threads;"
             f" {args.seconds:g}s per run\n"
@@ -879,12 +988,15 @@ def main() -> int:
         print("-" * len(header))
         for n in sizes:
             project = projects[n]
-            for users in levels:
-                accounts = make_accounts(project, f"u{n}-{users}", users)
+            for rep, users in rounds(levels, args.pairs):
+                if rep and users == levels[0]:  # a fresh project per round: no run lacks items
+                    project = build_project(n, slug=f"bench-{n}-r{rep}")
+                prefix = f"r{rep}u{n}-{users}" if rep else f"u{n}-{users}"
+                accounts = make_accounts(project, prefix, users)
                 if args.history:
                     began = time.monotonic()
                     written = build_history(
-                        project, [uid for uid, _ in accounts], args.history, f"u{n}-{users}"
+                        project, [uid for uid, _ in accounts], args.history, prefix
                     )
                     print(
                         f"  history: {written:,} formal votes for {users} annotators"
@@ -927,7 +1039,11 @@ def main() -> int:
                 failures += bool(problems)
                 ratio = label["per_s"] / base["per_s"] if base["per_s"] else float("nan")
                 if peer is not None:
-                    peer_line(peer, peer_projects, n, users, args, label["per_s"])
+                    theirs, peer_problems = peer_line(
+                        peer, peer_projects, n, users, args, label["per_s"]
+                    )
+                    pairs.setdefault((n, users), []).append((label["per_s"], theirs))
+                    failures += bool(peer_problems)
                 print(
                     f"{n:>8,} {users:>5} | {label['n']:>6} {label['per_s']:>8.1f} "
                     f"{label['p50']:>7.1f} {label['p95']:>7.1f} {label['p99']:>7.1f} | "
@@ -942,6 +1058,8 @@ def main() -> int:
             " requests; ties: ties accepted; refused: ties the cap refused (then answered A or B);"
             " ratio: labeling loops/s over minimal requests/s at the same concurrency."
         )
+        if pairs:
+            pairs_summary(pairs)
     finally:
         if proc is not None:
             stop_gunicorn(proc)
