@@ -39,6 +39,54 @@ def jsonl_line(row: dict[str, Any]) -> bytes:
     return orjson.dumps(row, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
+_JSON_OPTIONS = orjson.OPT_SORT_KEYS
+
+
+class SampleLines:
+    """:func:`jsonl_line` of row after row, the values a row takes from its sample serialised
+    once per sample (the same bytes: compact JSON is its values' JSON between fixed key parts).
+
+    ``shared`` names the keys whose values are the same for every row of one sample; ``line``
+    is told the row's sample (any object, compared by identity) and re-serialises them when it
+    changes. Keys must be ASCII (orjson sorts keys by their bytes, ``sorted`` by code points).
+    """
+
+    def __init__(self, shared: Iterable[str]) -> None:
+        self._shared = frozenset(shared)
+        self._sample: object = None
+        self._keys: tuple[str, ...] | None = None
+        self._parts: list[bytes] = []
+        self._slots: list[tuple[int, str]] = []
+
+    def _template(self, row: dict[str, Any], keys: tuple[str, ...]) -> None:
+        """The row's static parts (keys, separators, shared values) and its own values' slots."""
+        parts: list[bytes] = []
+        slots: list[tuple[int, str]] = []
+        static = b""
+        for n, key in enumerate(sorted(keys)):
+            static += (b"," if n else b"{") + orjson.dumps(key) + b":"
+            if key in self._shared:
+                static += orjson.dumps(row[key], option=_JSON_OPTIONS)
+            else:
+                parts.append(static)
+                slots.append((len(parts), key))
+                parts.append(b"")
+                static = b""
+        parts.append(static + (b"}\n" if keys else b"{}\n"))
+        self._parts, self._slots = parts, slots
+
+    def line(self, row: dict[str, Any], sample: object) -> bytes:
+        """``jsonl_line(row)``; ``sample`` is the same object for every row of one sample."""
+        keys = tuple(row)
+        if sample is not self._sample or keys != self._keys:
+            self._template(row, keys)
+            self._sample, self._keys = sample, keys
+        parts = self._parts.copy()
+        for index, key in self._slots:
+            parts[index] = orjson.dumps(row[key], option=_JSON_OPTIONS)
+        return b"".join(parts)
+
+
 def file_digest(path: Path) -> tuple[str, int]:
     """SHA-256 (hex) and size of a file, read in chunks."""
     digest = hashlib.sha256()
