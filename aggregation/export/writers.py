@@ -13,8 +13,9 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -198,7 +199,10 @@ def parquet_schema(*, include_votes: bool, scale: str = "pairwise") -> pa.Schema
 _SAMPLE_TEXTS = ("question", "pred_a", "pred_b")
 
 
-def _repeated(values: list[Any], kind: pa.DataType) -> pa.Array:
+_row_values = itemgetter(*ROW_FIELDS)
+
+
+def _repeated(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
     """A column whose consecutive rows often hold the same object, each converted once."""
     unique: list[Any] = []
     index: list[int] = []
@@ -238,28 +242,32 @@ class ParquetRowWriter:
         """``image_names[i]`` is the storage name of row i's image ("" when it has none)."""
         if not rows:
             return
-        # Column by column (the same values from_pydict would take, without a dict per row).
+        # Column by column (the same values from_pydict would take, without a dict per row):
+        # the fields every row has are taken in one call a row.
+        columns = dict(zip(ROW_FIELDS, zip(*map(_row_values, rows), strict=True), strict=True))
         arrays = []
         for field in self.schema:
             if field.name == "image":
-                arrays.append(self._images(rows, image_names, field.type))
+                arrays.append(self._images(columns["image_path"], image_names, field.type))
             elif field.name == VOTES_FIELD:
                 votes = [row.get(VOTES_FIELD) or [] for row in rows]
                 arrays.append(pa.array(votes, type=field.type))
             elif field.name in _SAMPLE_TEXTS:
-                arrays.append(_repeated([row.get(field.name) for row in rows], field.type))
+                arrays.append(_repeated(columns[field.name], field.type))
+            elif field.name in columns:
+                arrays.append(pa.array(columns[field.name], type=field.type))
             else:
                 arrays.append(pa.array([row.get(field.name) for row in rows], type=field.type))
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
 
     def _images(
-        self, rows: list[dict[str, Any]], image_names: list[str], kind: pa.DataType
+        self, image_paths: Sequence[str | None], image_names: list[str], kind: pa.DataType
     ) -> pa.Array:
         """The image structs: the bytes (read_image caches: a prompt's rows share its image)."""
         read = self._read_image
         data = [read(name) if name else None for name in image_names]
         paths = [
-            row["image_path"] if name else None for row, name in zip(rows, image_names, strict=True)
+            path if name else None for path, name in zip(image_paths, image_names, strict=True)
         ]
         return pa.StructArray.from_arrays(
             [pa.array(data, type=pa.binary()), pa.array(paths, type=pa.string())],
