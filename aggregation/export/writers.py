@@ -356,6 +356,7 @@ class ZipWriter:
 
     def __init__(self, path: Path) -> None:
         self._zf = zipfile.ZipFile(path, "w", allowZip64=True)
+        self._end: int | None = None  # where the last entry written here ends
         self._rows: _Deflater | None = None
         self.images = 0
 
@@ -364,16 +365,19 @@ class ZipWriter:
         zf = self._zf
         if zf._writing:
             raise ValueError("another entry of the zip is being written")
-        if zf.fp.tell() != zf.start_dir:
+        # The file's position is known after an entry of ours: no tell() (a system call) then.
+        if self._end != zf.start_dir and zf.fp.tell() != zf.start_dir:
             zf.fp.seek(zf.start_dir)
         info.header_offset = zf.start_dir
         zf._writecheck(info)  # what ZipFile.open checks (and warns of) before an entry
         if isinstance(data, bytes):
-            zf.fp.write(info.FileHeader(True) + data)
+            written = zf.fp.write(info.FileHeader(True) + data)
+            zf.start_dir += written
         else:
             zf.fp.write(info.FileHeader(True))
             shutil.copyfileobj(data, zf.fp, COPY_CHUNK)
-        zf.start_dir = zf.fp.tell()
+            zf.start_dir = zf.fp.tell()
+        self._end = zf.start_dir
         zf._didModify = True
         zf.filelist.append(info)
         zf.NameToInfo[info.filename] = info
