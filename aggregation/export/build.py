@@ -18,13 +18,14 @@ from core.text import counted
 
 from .rows import (
     PROVENANCE_PUBLISHED,
+    SAMPLE_FIELDS,
     SCALE_FIELDS,
     SampleFields,
     has_conflict,
     row_build,
     scale_fields_build,
 )
-from .writers import JsonlWriter, ParquetRowWriter, ZipWriter, file_digest, jsonl_line
+from .writers import JsonlWriter, ParquetRowWriter, SampleLines, ZipWriter, file_digest
 
 CHUNK_SIZE = 500
 
@@ -258,11 +259,13 @@ def export_build(
     archive = ZipWriter(paths["jsonl_zip"])
     fields: SampleFields | None = None
     fields_of: int | None = None
+    encoder = SampleLines(SAMPLE_FIELDS)  # a sample's texts serialised once for its rows
     try:
         for chunk in _chunks(project, include_seeds, labels_from, include_votes, scaled):
             chunk_images.clear()
             votes = _votes_by_id(chunk) if include_votes or scaled else {}
             rows: list[dict[str, Any]] = []
+            lines: list[bytes] = []
             names: list[str] = []
             for label in chunk:
                 if fields is None or label["sample_id"] != fields_of:
@@ -309,8 +312,8 @@ def export_build(
                 stats.per_criterion[row["criterion"]] += 1
                 stats.per_provenance[row["provenance"]] += 1
                 rows.append(row)
+                lines.append(encoder.line(row, fields))
                 names.append(fields.image_name)
-            lines = [jsonl_line(row) for row in rows]
             if on_rows is not None:  # first: a sink may work in the background meanwhile
                 on_rows(rows, lines)
             data = b"".join(lines)

@@ -27,6 +27,17 @@ ROW_FIELDS: tuple[str, ...] = (
     "provenance",
 )
 VOTES_FIELD = "votes"
+#: The fields a row takes from its sample (:func:`row_build`): the same for all its criteria rows.
+SAMPLE_FIELDS: tuple[str, ...] = (
+    "prompt_id",
+    "split",
+    "question",
+    "image_path",
+    "pred_a",
+    "pred_b",
+    "model_a",
+    "model_b",
+)
 
 #: The columns a graded or pointwise project's rows add after ROW_FIELDS: the votes' grades
 #: (or scores, in vote id order), the median grade (or mean score per response) and the soft

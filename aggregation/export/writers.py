@@ -13,8 +13,9 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +38,54 @@ JSONL_DEFLATE_LEVEL = 1
 def jsonl_line(row: dict[str, Any]) -> bytes:
     """One row as compact JSON with sorted keys, UTF-8, and a newline (orjson: ~10x json)."""
     return orjson.dumps(row, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+_JSON_OPTIONS = orjson.OPT_SORT_KEYS
+
+
+class SampleLines:
+    """:func:`jsonl_line` of row after row, the values a row takes from its sample serialised
+    once per sample (the same bytes: compact JSON is its values' JSON between fixed key parts).
+
+    ``shared`` names the keys whose values are the same for every row of one sample; ``line``
+    is told the row's sample (any object, compared by identity) and re-serialises them when it
+    changes. Keys must be ASCII (orjson sorts keys by their bytes, ``sorted`` by code points).
+    """
+
+    def __init__(self, shared: Iterable[str]) -> None:
+        self._shared = frozenset(shared)
+        self._sample: object = None
+        self._keys: tuple[str, ...] | None = None
+        self._parts: list[bytes] = []
+        self._slots: list[tuple[int, str]] = []
+
+    def _template(self, row: dict[str, Any], keys: tuple[str, ...]) -> None:
+        """The row's static parts (keys, separators, shared values) and its own values' slots."""
+        parts: list[bytes] = []
+        slots: list[tuple[int, str]] = []
+        static = b""
+        for n, key in enumerate(sorted(keys)):
+            static += (b"," if n else b"{") + orjson.dumps(key) + b":"
+            if key in self._shared:
+                static += orjson.dumps(row[key], option=_JSON_OPTIONS)
+            else:
+                parts.append(static)
+                slots.append((len(parts), key))
+                parts.append(b"")
+                static = b""
+        parts.append(static + (b"}\n" if keys else b"{}\n"))
+        self._parts, self._slots = parts, slots
+
+    def line(self, row: dict[str, Any], sample: object) -> bytes:
+        """``jsonl_line(row)``; ``sample`` is the same object for every row of one sample."""
+        keys = tuple(row)
+        if sample is not self._sample or keys != self._keys:
+            self._template(row, keys)
+            self._sample, self._keys = sample, keys
+        parts = self._parts.copy()
+        for index, key in self._slots:
+            parts[index] = orjson.dumps(row[key], option=_JSON_OPTIONS)
+        return b"".join(parts)
 
 
 def file_digest(path: Path) -> tuple[str, int]:
@@ -150,7 +199,10 @@ def parquet_schema(*, include_votes: bool, scale: str = "pairwise") -> pa.Schema
 _SAMPLE_TEXTS = ("question", "pred_a", "pred_b")
 
 
-def _repeated(values: list[Any], kind: pa.DataType) -> pa.Array:
+_row_values = itemgetter(*ROW_FIELDS)
+
+
+def _repeated(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
     """A column whose consecutive rows often hold the same object, each converted once."""
     unique: list[Any] = []
     index: list[int] = []
@@ -190,28 +242,32 @@ class ParquetRowWriter:
         """``image_names[i]`` is the storage name of row i's image ("" when it has none)."""
         if not rows:
             return
-        # Column by column (the same values from_pydict would take, without a dict per row).
+        # Column by column (the same values from_pydict would take, without a dict per row):
+        # the fields every row has are taken in one call a row.
+        columns = dict(zip(ROW_FIELDS, zip(*map(_row_values, rows), strict=True), strict=True))
         arrays = []
         for field in self.schema:
             if field.name == "image":
-                arrays.append(self._images(rows, image_names, field.type))
+                arrays.append(self._images(columns["image_path"], image_names, field.type))
             elif field.name == VOTES_FIELD:
                 votes = [row.get(VOTES_FIELD) or [] for row in rows]
                 arrays.append(pa.array(votes, type=field.type))
             elif field.name in _SAMPLE_TEXTS:
-                arrays.append(_repeated([row.get(field.name) for row in rows], field.type))
+                arrays.append(_repeated(columns[field.name], field.type))
+            elif field.name in columns:
+                arrays.append(pa.array(columns[field.name], type=field.type))
             else:
                 arrays.append(pa.array([row.get(field.name) for row in rows], type=field.type))
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
 
     def _images(
-        self, rows: list[dict[str, Any]], image_names: list[str], kind: pa.DataType
+        self, image_paths: Sequence[str | None], image_names: list[str], kind: pa.DataType
     ) -> pa.Array:
         """The image structs: the bytes (read_image caches: a prompt's rows share its image)."""
         read = self._read_image
         data = [read(name) if name else None for name in image_names]
         paths = [
-            row["image_path"] if name else None for row, name in zip(rows, image_names, strict=True)
+            path if name else None for path, name in zip(image_paths, image_names, strict=True)
         ]
         return pa.StructArray.from_arrays(
             [pa.array(data, type=pa.binary()), pa.array(paths, type=pa.string())],
@@ -300,6 +356,7 @@ class ZipWriter:
 
     def __init__(self, path: Path) -> None:
         self._zf = zipfile.ZipFile(path, "w", allowZip64=True)
+        self._end: int | None = None  # where the last entry written here ends
         self._rows: _Deflater | None = None
         self.images = 0
 
@@ -308,16 +365,19 @@ class ZipWriter:
         zf = self._zf
         if zf._writing:
             raise ValueError("another entry of the zip is being written")
-        if zf.fp.tell() != zf.start_dir:
+        # The file's position is known after an entry of ours: no tell() (a system call) then.
+        if self._end != zf.start_dir and zf.fp.tell() != zf.start_dir:
             zf.fp.seek(zf.start_dir)
         info.header_offset = zf.start_dir
         zf._writecheck(info)  # what ZipFile.open checks (and warns of) before an entry
         if isinstance(data, bytes):
-            zf.fp.write(info.FileHeader(True) + data)
+            written = zf.fp.write(info.FileHeader(True) + data)
+            zf.start_dir += written
         else:
             zf.fp.write(info.FileHeader(True))
             shutil.copyfileobj(data, zf.fp, COPY_CHUNK)
-        zf.start_dir = zf.fp.tell()
+            zf.start_dir = zf.fp.tell()
+        self._end = zf.start_dir
         zf._didModify = True
         zf.filelist.append(info)
         zf.NameToInfo[info.filename] = info

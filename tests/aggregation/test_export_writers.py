@@ -6,12 +6,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from aggregation.export.rows import ROW_FIELDS, VOTES_FIELD, SampleFields, row_build
+from aggregation.export.rows import (
+    ROW_FIELDS,
+    SAMPLE_FIELDS,
+    VOTES_FIELD,
+    SampleFields,
+    row_build,
+)
 from aggregation.export.writers import (
     JSONL_DEFLATE_LEVEL,
     JSONL_ENTRY,
     SCALE_TYPES,
     ParquetRowWriter,
+    SampleLines,
     ZipWriter,
     _zip_info,
     jsonl_line,
@@ -20,7 +27,9 @@ from aggregation.export.writers import (
 IMAGES = {"img/a.png": b"\x89PNG a" * 40, "img/b.jpg": b"\xff\xd8 b" * 3, "img/e.png": b""}
 
 
-def _rows(scale: str, include_votes: bool) -> tuple[list[dict], list[str]]:
+def _rows(
+    scale: str, include_votes: bool, sample_of_row: list | None = None
+) -> tuple[list[dict], list[str]]:
     """Rows with and without images, votes, unicode and empty texts, and scale columns."""
     rows, names = [], []
     samples: dict[int, SampleFields] = {}
@@ -80,6 +89,8 @@ def _rows(scale: str, include_votes: bool) -> tuple[list[dict], list[str]]:
             )
         )
         names.append(name)
+        if sample_of_row is not None:
+            sample_of_row.append(sample)
     return rows, names
 
 
@@ -185,3 +196,22 @@ def test_zip_refuses_an_unsafe_image_path(tmp_path):
     with pytest.raises(ValueError):
         archive.add_image("../escape.png", b"x")
     archive.close()
+
+
+@pytest.mark.parametrize("scale", ["pairwise", "graded", "pointwise"])
+@pytest.mark.parametrize("include_votes", [False, True])
+def test_sample_lines_equal_jsonl_line(scale, include_votes):
+    """Per-sample fragments give each row's jsonl_line bytes, whatever changes between rows."""
+    samples: list = []
+    rows, _ = _rows(scale, include_votes, samples)
+    assert len({id(s) for s in samples}) > 1
+    # Samples coming back after another, a row with a key fewer (no votes) and one with its own
+    # question id between rows of the same sample: each must still give the reference bytes.
+    rows = [*rows, rows[0], {k: v for k, v in rows[1].items() if k != VOTES_FIELD}]
+    samples = [*samples, samples[0], samples[1]]
+    rows.append({**rows[2], "question_id": 'own "id" \\ é'})
+    samples.append(samples[2])
+    encoder = SampleLines(SAMPLE_FIELDS)
+    lines = [encoder.line(row, sample) for row, sample in zip(rows, samples, strict=True)]
+    assert lines == [jsonl_line(row) for row in rows]
+    assert SampleLines(SAMPLE_FIELDS).line({}, None) == jsonl_line({})
