@@ -93,11 +93,30 @@ def _field_value(field: Any, value: Any) -> Any:
     return field.to_python(value)
 
 
+_project_sqls: dict[str, str] = {}
+
+
+def _project_sql() -> str:
+    """The project row by slug with its live criteria as JSON (the statement built once)."""
+    sql = _project_sqls.get(connection.vendor)
+    if sql is None:
+        criteria = _LiveCriteriaJson()
+        if connection.vendor == "postgresql":
+            criteria_sql, _ = criteria.as_postgresql(None, connection)
+        else:
+            criteria_sql, _ = criteria.as_sql(None, connection)
+        table = Project._meta.db_table
+        sql = f"SELECT {table}.*, {criteria_sql} AS criteria_json FROM {table} WHERE slug = %s"
+        _project_sqls[connection.vendor] = sql
+    return sql
+
+
 def project_for_labeling(slug: str) -> Project | None:
     """The project with its criteria (as :func:`project_criteria` loads them), in one query."""
-    project = Project.objects.filter(slug=slug).annotate(criteria_json=_LiveCriteriaJson()).first()
-    if project is None:
+    rows = list(Project.objects.raw(_project_sql(), [slug]))
+    if not rows:
         return None
+    project = rows[0]
     fields = Criterion._meta.concrete_fields
     names = [f.attname for f in fields]
     criteria = [

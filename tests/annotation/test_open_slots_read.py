@@ -56,3 +56,18 @@ def test_the_read_for_outsiders(project, lead):
     """A user without membership reads no member and no rows."""
     outsider = make_user("outsider")
     assert open_slots_progress(project, outsider) == (None, [])
+
+
+def test_the_project_read_equals_the_orm_rows(project):
+    """project_for_labeling: the Project row and its live criteria, as the ORM reads them."""
+    from annotation.models import Criterion, Project
+    from annotation.selectors.work import project_for_labeling
+
+    read = project_for_labeling(project.slug)
+    ref = Project.objects.get(pk=project.pk)
+    assert _fields(read, Project) == _fields(ref, Project)
+    live = Criterion.objects.filter(project=project, removed_at__isnull=True)
+    expected = sorted(live, key=lambda c: (c.split, c.order, c.key))
+    got = [c for split in read._work_criteria.by_split.values() for c in split]
+    assert got and [_fields(c, Criterion) for c in got] == [_fields(c, Criterion) for c in expected]
+    assert project_for_labeling("no-such-project") is None
