@@ -360,6 +360,21 @@ def start_gunicorn(url: str, args: argparse.Namespace) -> subprocess.Popen:
     raise RuntimeError("gunicorn did not start")
 
 
+def acked_problems(acked: dict, stored: dict, what: str, other: str) -> list[str]:
+    """What the store holds that differs from the acknowledged answers (lost, changed, extra)."""
+    problems = []
+    lost = acked.keys() - stored.keys()
+    if lost:
+        problems.append(f"{len(lost)} acknowledged {what} not stored")
+    changed = [k for k in acked.keys() & stored.keys() if acked[k] != stored[k]]
+    if changed:
+        problems.append(f"{len(changed)} acknowledged {what} stored with {other}")
+    unacked = stored.keys() - acked.keys()
+    if unacked:
+        problems.append(f"{len(unacked)} stored {what} never acknowledged")
+    return problems
+
+
 def relay_errors(stream) -> None:
     """Copy gunicorn's log to stderr, without Django's warning for each refused tie (422)."""
     for line in stream:
@@ -658,15 +673,7 @@ class LabelStudio:
             problems.append(f"{over} tasks with more than {k} annotations")
         if twice:
             problems.append(f"{twice} tasks annotated twice by one annotator")
-        lost = acked.keys() - stored.keys()
-        if lost:
-            problems.append(f"{len(lost)} acknowledged annotations not stored")
-        changed = [a for a in acked.keys() & stored.keys() if stored[a] != acked[a]]
-        if changed:
-            problems.append(f"{len(changed)} annotations stored with another task or choice")
-        unacked = stored.keys() - acked.keys()
-        if unacked:
-            problems.append(f"{len(unacked)} stored annotations never acknowledged")
+        problems += acked_problems(acked, stored, "annotations", "another task or choice")
         return problems
 
 
@@ -876,15 +883,7 @@ def check_invariants(
             "sample_id", "criterion_id", "annotator_id", "choice"
         )
     }
-    lost = acked.keys() - stored.keys()
-    if lost:
-        problems.append(f"{len(lost)} acknowledged votes not stored")
-    changed = [k for k in acked.keys() & stored.keys() if acked[k] != stored[k]]
-    if changed:
-        problems.append(f"{len(changed)} acknowledged votes stored with another choice")
-    unacked = stored.keys() - acked.keys()
-    if unacked:
-        problems.append(f"{len(unacked)} stored votes never acknowledged")
+    problems += acked_problems(acked, stored, "votes", "another choice")
     members = ProjectMember.objects.filter(project=project, user_id__in=user_ids)
     kept = {m["user_id"]: m for m in members.values()}
     counters_recount(project_id=project.pk)
