@@ -346,6 +346,24 @@ def test_a_position_over_its_budget_is_given_up(client, project, lead, voted):
     assert "2 of 3" in html
 
 
+def test_a_position_given_up_offers_to_count_it(rf, project, lead, voted):
+    # The page as it is when the budget ran out (the selector's side is tested above).
+    from django.template.loader import render_to_string
+
+    from aggregation.views.review import ITEM_TEMPLATE, _item_context
+
+    filters = QueueFilters.from_query({"split": "open_ended"})
+    context = _item_context(project, voted["s2"].pk, filters)
+    assert (context["nav"]["position"], context["nav"]["total"]) == (2, 3)
+    context["nav"] = {**context["nav"], "position": None, "position_counted": False}
+    request = rf.get("/")
+    request.user = lead
+    html = render_to_string(ITEM_TEMPLATE, context, request=request)
+    assert "one of 3 (" in html and "2 of 3" not in html
+    href = reverse("review-item", args=[project.slug, voted["s2"].pk])
+    assert f'href="{href}?split=open_ended&amp;position=1">count its position</a>' in html
+
+
 @needs_postgres
 @pytest.mark.django_db(transaction=True)
 def test_marks_racing_each_other_and_an_aggregation(project, lead, annotators):
