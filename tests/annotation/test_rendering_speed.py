@@ -61,7 +61,13 @@ def test_hostile_text_renders_in_linear_time(name: str) -> None:
     # The best of three: a busy machine (GC, another process's cache use) only adds time.
     full = min(cpu_seconds(text) for _ in range(3))
     assert full < 50 * floor, name
-    quarter = min(cpu_seconds(text[: len(text) // 4]) for _ in range(3))
+    # Full and quarter measured again, up to three rounds, when another process's burst
+    # landed on one of them: a quadratic rendering fails every round.
+    for _ in range(3):
+        quarter = min(cpu_seconds(text[: len(text) // 4]) for _ in range(3))
+        if full < 8 * quarter + 0.1:
+            break
+        full = min(full, min(cpu_seconds(text) for _ in range(3)))
     assert full < 8 * quarter + 0.1, name  # 0.1 s of slack for timer noise on tiny inputs
 
 
