@@ -42,6 +42,12 @@ def new_tie_allowed(*, ties: int, votes: int, cap: Decimal | str | int) -> bool:
     return within_cap(ties=ties + 1, votes=votes + 1, cap=cap)
 
 
+def new_tie_allowed_sql(*, ties: str, votes: str, cap: Decimal | str | int) -> str:
+    """:func:`new_tie_allowed` as a SQL condition on the columns ``ties`` and ``votes``."""
+    p, q = cap_fraction(cap)
+    return f"(({ties} + 1) * {q} < {p} * ({votes} + 1))"
+
+
 def revise_to_tie_allowed(*, ties: int, votes: int, cap: Decimal | str | int) -> bool:
     """May one of the ``votes`` (not a tie now) become a tie?"""
     return within_cap(ties=ties + 1, votes=votes, cap=cap)

@@ -34,7 +34,7 @@ def available() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _sql(done: str) -> str:
+def _sql(done: str, tie_allowed: str) -> str:
     member, slot = ProjectMember._meta.db_table, Slot._meta.db_table
     sample, vote = Sample._meta.db_table, Vote._meta.db_table
     voted = (
@@ -55,7 +55,7 @@ def _sql(done: str) -> str:
         "  AND NOT fs.is_seed AND fs.split = %(split)s"
         f"  WHERE NOT EXISTS (SELECT 1 FROM {vote} v WHERE v.sample_id = %(sample)s"
         "  AND v.criterion_id = %(criterion)s AND v.annotator_id = %(user)s AND v.round = 0)"
-        "  AND (%(tie)s = 0 OR (m.formal_ties + 1) * %(q)s < %(p)s * (m.formal_votes + 1))),"
+        f"  AND (%(tie)s = 0 OR {tie_allowed})),"
         # Renew the lease and complete the slot when this vote is its last criterion; the
         # count does not see this statement's insert, hence the + 1.
         f" s AS (UPDATE {slot} SET lease_expires_at = %(until)s, completed_at = CASE"
@@ -102,7 +102,6 @@ def formal_vote_insert(
     now = timezone.now()
     split = criterion.split
     plain, swapped = canonical[False], canonical[True]
-    p, q = tiecap.cap_fraction(project.tie_cap)
     params = {
         "project": project.pk,
         "user": annotator.pk,
@@ -110,8 +109,6 @@ def formal_vote_insert(
         "criterion": criterion.pk,
         "split": split,
         "tie": int(plain[0] == Choice.TIE),
-        "p": p,
-        "q": q,
         "until": now + timedelta(minutes=project.lease_minutes),
         "now": now,
         "n_criteria": len(project_criteria(project).of(split)),
@@ -127,7 +124,10 @@ def formal_vote_insert(
         "seconds": seconds,
         "unsure": unsure,
     }
-    row = _run(_sql(DONE_FIELD[split]), params)
+    tie_allowed = tiecap.new_tie_allowed_sql(
+        ties="m.formal_ties", votes="m.formal_votes", cap=project.tie_cap
+    )
+    row = _run(_sql(DONE_FIELD[split], tie_allowed), params)
     if row is None:
         return None
     vote_id, shown_swapped = row

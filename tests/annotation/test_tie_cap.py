@@ -204,3 +204,13 @@ def test_share_of_cap_and_at_cap_are_exact_where_floats_are_not():
     assert not tiecap.at_cap(ties=0, votes=0, cap=Decimal("0.1"))
     assert tiecap.share_of_cap(ties=0, votes=0, cap=Decimal("0.1")) is None
     assert tiecap.share_of_cap(ties=0, votes=5, cap=Decimal("0")) is None
+
+
+@pytest.mark.parametrize("cap", ["0.1", "0.05", "0.25", "1", "0"])
+def test_the_sql_condition_is_the_same_rule(cap):
+    # The one-statement vote checks the cap in SQL; the condition is plain arithmetic.
+    condition = tiecap.new_tie_allowed_sql(ties="t", votes="n", cap=cap)
+    for n in range(0, 60):
+        for t in range(0, n + 1):
+            expected = tiecap.new_tie_allowed(ties=t, votes=n, cap=cap)
+            assert eval(condition, {}, {"t": t, "n": n}) is expected, (cap, t, n)
