@@ -9,25 +9,14 @@ provenance). A count of the queue under any filter but "flagged" is then a sum o
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from django.db import connection
 
 from annotation.models import Sample
 
-from ..models import CriterionLabel, Outcome, Provenance, SampleReview
+from ..models import CriterionLabel, Outcome, SampleReview
+from ..review_cell_counts import KIND_BITS, PROVENANCE_BITS, Cell
 
-KIND_BITS = {Outcome.KEPT_UNANIMOUS.value: 1, Outcome.KEPT_MAJORITY_TIE.value: 2}
-PROVENANCE_BITS = {value: 1 << i for i, value in enumerate(Provenance.values)}
-
-
-class Cell(NamedTuple):
-    criterion_id: int | None
-    kinds: int
-    provenances: int
-    disagreement: bool
-    reviewed: bool
-    n: int
+__all__ = ["KIND_BITS", "PROVENANCE_BITS", "Cell", "review_cells_count"]
 
 
 def _literal(value: str) -> str:

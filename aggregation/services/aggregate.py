@@ -86,7 +86,7 @@ from .. import agreement, label_counts, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_snapshot_figures
-from .review import review_figures_ensure, review_figures_refresh
+from .review import LabelArrays, review_figures_ensure, review_figures_refresh
 
 Progress = Callable[..., None]
 
@@ -778,7 +778,11 @@ def _aggregate_split(
             project=project, split=split, criteria=criteria, items=items, job=job, now=now
         )
         # The review queue's figures move with the labels, in the same transaction.
-        review_figures_refresh(project=project, split=split)
+        review_figures_refresh(
+            project=project,
+            split=split,
+            labels=LabelArrays(items.sample, items.crit_id, items.outcome, items.provenance),
+        )
         if figures is not None:
             AgreementSnapshot.objects.update_or_create(
                 project=project,

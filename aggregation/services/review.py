@@ -7,8 +7,9 @@ survives review is read through :mod:`aggregation.selectors.review`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F
@@ -25,10 +26,20 @@ from ..models import (
     ReviewQueueFigures,
     SampleReview,
 )
+from ..review_cell_counts import cells_from_labels
 from ..selectors.review_cells import Cell, review_cells_count
 
 Action = ReviewDecision.Action
 Reason = ReviewDecision.Reason
+
+
+class LabelArrays(NamedTuple):
+    """A split's labels as arrays: ``rules`` outcome codes, provenance positions or None."""
+
+    sample: np.ndarray
+    criterion: np.ndarray
+    outcome: np.ndarray
+    provenance: np.ndarray | None
 
 
 @transaction.atomic
@@ -75,17 +86,33 @@ def review_decide(
     )
 
 
-def review_figures_refresh(*, project: Project, split: str) -> ReviewQueueFigures:
+def review_figures_refresh(
+    *, project: Project, split: str, labels: LabelArrays | None = None
+) -> ReviewQueueFigures:
     """Count the split's review-queue figures and cells and store them (the aggregation job).
 
     Call in the transaction that writes the split's labels: the figures row stays locked until
     it commits, so a reviewed mark made meanwhile waits and then moves the new figures.
+    ``labels``: the split's non-seed labels as the job has just written them (sample,
+    criterion, outcome and provenance codes); the cells are then counted from them, not read.
     """
     with transaction.atomic():
         row, _ = ReviewQueueFigures.objects.select_for_update().get_or_create(
             project=project, split=split
         )
-        cells = review_cells_count(project_id=project.pk, split=split)
+        if labels is None:
+            cells = review_cells_count(project_id=project.pk, split=split)
+        else:
+            reviewed = SampleReview.objects.filter(
+                sample__project=project, sample__split=split, sample__is_seed=False
+            ).values_list("sample_id", flat=True)
+            cells = cells_from_labels(
+                labels.sample,
+                labels.criterion,
+                labels.outcome,
+                labels.provenance,
+                np.fromiter(reviewed, np.int64),
+            )
         ReviewQueueCell.objects.filter(project=project, split=split).delete()
         ReviewQueueCell.objects.bulk_create(
             ReviewQueueCell(project=project, split=split, **cell._asdict()) for cell in cells
