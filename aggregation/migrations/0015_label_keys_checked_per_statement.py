@@ -15,62 +15,47 @@ from django.db import migrations, models
 FORWARD = """
 CREATE OR REPLACE FUNCTION aggregation_label_keys_check() RETURNS trigger AS $$
 DECLARE
+    key record;
     wanted bigint;
     locked bigint;
     missing bigint;
 BEGIN
-    -- Lock the rows pointed to, as a foreign key does; fewer rows locked than pointed to means
-    -- a key that does not exist (or a row deleted meanwhile), found again for the message.
-    SELECT count(DISTINCT n.sample_id) INTO wanted FROM new_labels n;
-    SELECT count(*) INTO locked FROM (
-        SELECT 1 FROM annotation_sample s WHERE s.id IN (SELECT n.sample_id FROM new_labels n)
-        FOR KEY SHARE OF s
-    ) rows_locked;
-    IF locked < wanted THEN
-        SELECT n.sample_id INTO missing FROM new_labels n
-            WHERE NOT EXISTS (SELECT 1 FROM annotation_sample s WHERE s.id = n.sample_id) LIMIT 1;
-        RAISE EXCEPTION 'a label points to sample %, which does not exist', missing
-            USING ERRCODE = 'foreign_key_violation';
-    END IF;
-    SELECT count(DISTINCT n.criterion_id) INTO wanted FROM new_labels n;
-    SELECT count(*) INTO locked FROM (
-        SELECT 1 FROM annotation_criterion c
-        WHERE c.id IN (SELECT n.criterion_id FROM new_labels n)
-        FOR KEY SHARE OF c
-    ) rows_locked;
-    IF locked < wanted THEN
-        SELECT n.criterion_id INTO missing FROM new_labels n
-            WHERE NOT EXISTS (SELECT 1 FROM annotation_criterion c WHERE c.id = n.criterion_id)
-            LIMIT 1;
-        RAISE EXCEPTION 'a label points to criterion %, which does not exist', missing
-            USING ERRCODE = 'foreign_key_violation';
-    END IF;
+    -- Per key: lock the rows pointed to, as a foreign key does; fewer rows locked than distinct
+    -- keys means one that does not exist (or a row deleted meanwhile), found again for the
+    -- message.
+    FOR key IN SELECT * FROM (VALUES ('sample_id', 'annotation_sample', 'sample'),
+                                     ('criterion_id', 'annotation_criterion', 'criterion'))
+                            AS keys (label_column, target, noun) LOOP
+        EXECUTE format('SELECT count(DISTINCT %I) FROM new_labels', key.label_column)
+            INTO wanted;
+        EXECUTE format(
+            'SELECT count(*) FROM (SELECT 1 FROM %I t WHERE t.id IN '
+            || '(SELECT %I FROM new_labels) FOR KEY SHARE OF t) locked_rows',
+            key.target, key.label_column) INTO locked;
+        IF locked < wanted THEN
+            EXECUTE format(
+                'SELECT n.%I FROM new_labels n WHERE NOT EXISTS '
+                || '(SELECT 1 FROM %I t WHERE t.id = n.%I) LIMIT 1',
+                key.label_column, key.target, key.label_column) INTO missing;
+            RAISE EXCEPTION 'a label points to % %, which does not exist', key.noun, missing
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+    END LOOP;
     RETURN NULL;
 END;
 $$ LANGUAGE plpgsql;
 
-CREATE OR REPLACE FUNCTION aggregation_label_sample_kept() RETURNS trigger AS $$
+-- TG_ARGV[0]: the label column that points to the table deleted from; TG_ARGV[1]: its noun.
+CREATE OR REPLACE FUNCTION aggregation_label_target_kept() RETURNS trigger AS $$
 DECLARE
     held bigint;
 BEGIN
-    SELECT l.sample_id INTO held FROM aggregation_criterionlabel l
-        WHERE l.sample_id IN (SELECT o.id FROM old_rows o) LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'sample % still has labels', held
-            USING ERRCODE = 'foreign_key_violation';
-    END IF;
-    RETURN NULL;
-END;
-$$ LANGUAGE plpgsql;
-
-CREATE OR REPLACE FUNCTION aggregation_label_criterion_kept() RETURNS trigger AS $$
-DECLARE
-    held bigint;
-BEGIN
-    SELECT l.criterion_id INTO held FROM aggregation_criterionlabel l
-        WHERE l.criterion_id IN (SELECT o.id FROM old_rows o) LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'criterion % still has labels', held
+    EXECUTE format(
+        'SELECT l.%I FROM aggregation_criterionlabel l '
+        || 'WHERE l.%I IN (SELECT o.id FROM old_rows o) LIMIT 1',
+        TG_ARGV[0], TG_ARGV[0]) INTO held;
+    IF held IS NOT NULL THEN
+        RAISE EXCEPTION '% % still has labels', TG_ARGV[1], held
             USING ERRCODE = 'foreign_key_violation';
     END IF;
     RETURN NULL;
@@ -85,10 +70,10 @@ CREATE TRIGGER aggregation_label_keys_update AFTER UPDATE ON aggregation_criteri
     FOR EACH STATEMENT EXECUTE FUNCTION aggregation_label_keys_check();
 CREATE TRIGGER aggregation_label_sample_kept AFTER DELETE ON annotation_sample
     REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION aggregation_label_sample_kept();
+    FOR EACH STATEMENT EXECUTE FUNCTION aggregation_label_target_kept('sample_id', 'sample');
 CREATE TRIGGER aggregation_label_criterion_kept AFTER DELETE ON annotation_criterion
     REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION aggregation_label_criterion_kept();
+    FOR EACH STATEMENT EXECUTE FUNCTION aggregation_label_target_kept('criterion_id', 'criterion');
 """
 
 BACKWARD = """
@@ -96,8 +81,7 @@ DROP TRIGGER IF EXISTS aggregation_label_criterion_kept ON annotation_criterion;
 DROP TRIGGER IF EXISTS aggregation_label_sample_kept ON annotation_sample;
 DROP TRIGGER IF EXISTS aggregation_label_keys_update ON aggregation_criterionlabel;
 DROP TRIGGER IF EXISTS aggregation_label_keys_insert ON aggregation_criterionlabel;
-DROP FUNCTION IF EXISTS aggregation_label_criterion_kept();
-DROP FUNCTION IF EXISTS aggregation_label_sample_kept();
+DROP FUNCTION IF EXISTS aggregation_label_target_kept();
 DROP FUNCTION IF EXISTS aggregation_label_keys_check();
 """
 
