@@ -295,12 +295,7 @@ def time_parts(project, floor: float, n_boot: int) -> None:
         with without_jit():
             votes = svc._load_votes(svc._formal_votes(project, split, criteria))
         items = svc._label_items(votes, criteria, project.annotators_per_sample)
-        written[split] = {
-            "sample": items.sample,
-            "crit_id": items.crit_id,
-            "outcome": items.outcome,
-            "preference": items.preference,
-        }
+        written[split] = items.arrays()
     start = time.perf_counter()
     label_counts.label_figures(written, False)
     seconds = time.perf_counter() - start

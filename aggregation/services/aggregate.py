@@ -86,7 +86,7 @@ from .. import agreement, label_counts, rules, scale_figures
 from ..models import AgreementSnapshot, CriterionLabel
 from .dashboard import dashboard_labels_refresh, dashboard_snapshot_refresh
 from .ordinal_agreement import ordinal_snapshot_figures
-from .review import LabelArrays, review_figures_ensure, review_figures_refresh
+from .review import review_figures_ensure, review_figures_refresh
 
 Progress = Callable[..., None]
 
@@ -236,6 +236,12 @@ class _Items:
     _bounds: np.ndarray
     provenance: np.ndarray | None = None  # rules.PROV_* codes; None: all human
     scaled: scale_figures.ScaleFigures | None = None  # graded / pointwise projects
+
+    def arrays(self) -> label_counts.LabelArrays:
+        """The items' labels as arrays (as written: ``_write_labels`` makes the table equal)."""
+        return label_counts.LabelArrays(
+            self.sample, self.crit_id, self.outcome, self.preference, self.provenance
+        )
 
     def vote_ids_json(self, i: int) -> str:
         """The ids of item ``i``'s votes as JSON text, ascending."""
@@ -738,7 +744,7 @@ def _aggregate_split(
     snapshot: AgreementSnapshot | None,
     job: Job | None,
     progress: Progress,
-    written: dict[str, dict[str, np.ndarray]],
+    written: dict[str, label_counts.LabelArrays],
 ) -> dict[str, Any]:
     """Labels and agreement figures of one split from its votes; returns the split's summary.
 
@@ -778,11 +784,7 @@ def _aggregate_split(
             project=project, split=split, criteria=criteria, items=items, job=job, now=now
         )
         # The review queue's figures move with the labels, in the same transaction.
-        review_figures_refresh(
-            project=project,
-            split=split,
-            labels=LabelArrays(items.sample, items.crit_id, items.outcome, items.provenance),
-        )
+        review_figures_refresh(project=project, split=split, labels=items.arrays())
         if figures is not None:
             AgreementSnapshot.objects.update_or_create(
                 project=project,
@@ -801,12 +803,7 @@ def _aggregate_split(
             AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
                 job=job, computed_at=now, result=summary, inputs_state=""
             )
-    written[split] = {
-        "sample": items.sample,
-        "crit_id": items.crit_id,
-        "outcome": items.outcome,
-        "preference": items.preference,
-    }
+    written[split] = items.arrays()
     return {**summary, "agreement": "unchanged" if unchanged else "computed", **writes}
 
 
@@ -868,7 +865,7 @@ def project_aggregate(
         ):
             out = _unchanged_run({s: snapshots[s] for s in splits}, job, progress)
         else:
-            written: dict[str, dict[str, np.ndarray]] = {}
+            written: dict[str, label_counts.LabelArrays] = {}
             out = _aggregate_splits(
                 project, splits, criteria_by_split, k, options, snapshots, job, progress, written
             )
@@ -907,7 +904,7 @@ def _aggregate_splits(
     snapshots: dict[str, AgreementSnapshot],
     job: Job | None,
     progress: Progress,
-    written: dict[str, dict[str, np.ndarray]],
+    written: dict[str, label_counts.LabelArrays],
 ) -> dict[str, Any]:
     """Store the dashboard's vote figures, read every split's votes, then label each split.
 

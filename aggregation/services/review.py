@@ -7,7 +7,7 @@ survives review is read through :mod:`aggregation.selectors.review`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotation.models import Criterion, Project, Sample, Split
 from core.permissions import is_lead
 
+from ..label_counts import LabelArrays
 from ..models import (
     CriterionLabel,
     Outcome,
@@ -31,15 +32,6 @@ from ..selectors.review_cells import Cell, review_cells_count
 
 Action = ReviewDecision.Action
 Reason = ReviewDecision.Reason
-
-
-class LabelArrays(NamedTuple):
-    """A split's labels as arrays: ``rules`` outcome codes, provenance positions or None."""
-
-    sample: np.ndarray
-    criterion: np.ndarray
-    outcome: np.ndarray
-    provenance: np.ndarray | None
 
 
 @transaction.atomic
@@ -93,8 +85,8 @@ def review_figures_refresh(
 
     Call in the transaction that writes the split's labels: the figures row stays locked until
     it commits, so a reviewed mark made meanwhile waits and then moves the new figures.
-    ``labels``: the split's non-seed labels as the job has just written them (sample,
-    criterion, outcome and provenance codes); the cells are then counted from them, not read.
+    ``labels``: the split's non-seed labels as the job has just written them; the cells are
+    then counted from them, not read.
     """
     with transaction.atomic():
         row, _ = ReviewQueueFigures.objects.select_for_update().get_or_create(
