@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, models
+
+from .background import OneAhead
 
 BATCH = 5000
 
@@ -127,41 +128,33 @@ class RowsInserter:
     def __init__(self, model: type[models.Model], fields: Sequence[str]) -> None:
         self._model, self._fields = model, fields
         self._columns = _columns(model, fields)
-        self._pending: Future[int] | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._worker: OneAhead | None = None
         self.count = 0
         if connection.vendor == "postgresql":
             connection.ensure_connection()
             self._raw = connection.connection
             self._sql = _copy_sql(model, self._columns)
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rows-insert")
+            self._worker = OneAhead("rows-insert")
 
     def _copy(self, rows: Sequence[Sequence[Any]]) -> int:
         with self._raw.cursor() as cursor, cursor.copy(self._sql) as copy:
             return _copy_rows(copy, self._columns, rows)
 
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            with connection.wrap_database_errors:
-                self.count += pending.result()
-
     def write(self, rows: Sequence[Sequence[Any]]) -> None:
         """Insert ``rows`` (a list the caller no longer changes)."""
-        if self._pool is None:
+        if self._worker is None:
             self.count += insert_rows(self._model, self._fields, rows)
             return
-        self._wait()
-        self._pending = self._pool.submit(self._copy, rows)
+        # wrap_database_errors: the previous batch's error reaches the caller as Django's.
+        with connection.wrap_database_errors:
+            self.count += self._worker.submit(self._copy, rows) or 0
 
     def close(self) -> int:
         """Wait for the last batch (raising its error); the number of rows written."""
-        try:
-            self._wait()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            with connection.wrap_database_errors:
+                self.count += worker.close() or 0
         return self.count
 
 

@@ -14,7 +14,6 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.pseudonyms import SCALE_VOTE_FIELDS
+from core.background import OneAhead
 
 from .rows import ROW_FIELDS, VOTES_FIELD
 
@@ -303,8 +303,7 @@ class _Deflater:
     def __init__(self) -> None:
         self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the zip writer
         self._compressor = zlib.compressobj(JSONL_DEFLATE_LEVEL, zlib.DEFLATED, -15)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jsonl-deflate")
-        self._pending: Future[None] | None = None
+        self._worker = OneAhead("jsonl-deflate")
         self.crc = self.size = 0
 
     def _deflate(self, data: bytes) -> None:
@@ -312,14 +311,8 @@ class _Deflater:
         self.size += len(data)
         self._spool.write(self._compressor.compress(data))
 
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
-
     def feed(self, data: bytes) -> None:
-        self._wait()  # one chunk at a time: memory stays at a chunk
-        self._pending = self._pool.submit(self._deflate, data)
+        self._worker.submit(self._deflate, data)  # one chunk at a time: memory stays at a chunk
 
     def finish(self) -> IO[bytes]:
         """Wait for the last chunk; the deflated bytes, from their start."""
@@ -329,10 +322,7 @@ class _Deflater:
         return self._spool
 
     def close(self) -> None:
-        try:
-            self._wait()
-        finally:
-            self._pool.shutdown(wait=True)
+        self._worker.close()
 
     def discard(self) -> None:
         try:
