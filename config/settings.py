@@ -141,6 +141,14 @@ if DATABASE_URL:
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": SQLITE_PATH}}
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The labeling loop's hot statements are prepared once per connection (core.db.
+    # prepared_cursor); every other query keeps Django's client-side binding and is never
+    # prepared. DB_PREPARED_STATEMENTS=0 turns preparing off (a pooler in transaction mode).
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        5 if env_bool("DB_PREPARED_STATEMENTS", True) else None
+    )
+
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers queue on the database lock instead of failing at once, and every transaction takes
     # the write lock when it begins, so a read-then-write never deadlocks on a lock upgrade.

@@ -13,8 +13,10 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+import psycopg
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, models
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 from .background import OneAhead
 
@@ -342,6 +344,44 @@ def temp_int_table(
         raw.execute(f"CREATE TEMP TABLE {quote(name)} ({', '.join(definition)}) ON COMMIT DROP")
         with raw.copy(f"COPY {quote(name)} ({names}) FROM STDIN (FORMAT binary)") as copy:
             copy.write(header + body + b"\xff\xff")
+
+
+def prepared_cursor() -> Any:
+    """A cursor for a hot statement that PostgreSQL parses and plans once per connection.
+
+    On PostgreSQL the statement's parameters are bound by the server and the statement is
+    prepared on its first execution on the connection (psycopg keeps up to 100 per
+    connection): its planning (about 0.4 ms for the vote and the next item, against 0.05 ms to
+    run them) is then not paid again. ``DB_PREPARED_STATEMENTS=0`` (a pooler in transaction
+    mode) binds on the server without preparing. Elsewhere this is the ordinary cursor. Query
+    logging (DEBUG, CaptureQueriesContext) sees its statements as any other.
+    """
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        cursor = _PreparingCursor(connection.connection)
+    if connection.queries_logged:
+        return _PreparedDebugCursor(cursor, connection)
+    return connection.make_cursor(cursor)
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """Prepares every statement it runs (unless the connection turned preparing off)."""
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(query, params, **{**kwargs, "prepare": True})
+
+
+class _PreparedDebugCursor(CursorDebugWrapper):
+    """Logs a prepared statement with its parameters in place, as a client-side one is logged
+    (psycopg does not keep the text of a statement it ran prepared)."""
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+            return CursorWrapper.execute(self, sql, params)
 
 
 def without_jit() -> Any:

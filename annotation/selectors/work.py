@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,8 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.db import connection
 from django.db.models import CharField, Func, JSONField, TextField, Value
 from django.utils import timezone
+
+from core.db import prepared_cursor
 
 from .. import tiecap
 from ..models import (
@@ -93,35 +96,40 @@ def _field_value(field: Any, value: Any) -> Any:
     return field.to_python(value)
 
 
-_project_sqls: dict[str, str] = {}
+class _ProjectRead:
+    """The project row by slug with its live criteria as JSON: the statement and its builder."""
 
-
-def _project_sql() -> str:
-    """The project row by slug with its live criteria as JSON (the statement built once)."""
-    sql = _project_sqls.get(connection.vendor)
-    if sql is None:
+    def __init__(self, conn: Any) -> None:
         criteria = _LiveCriteriaJson()
-        if connection.vendor == "postgresql":
-            criteria_sql, _ = criteria.as_postgresql(None, connection)
+        if conn.vendor == "postgresql":
+            criteria_sql, _ = criteria.as_postgresql(None, conn)
         else:
-            criteria_sql, _ = criteria.as_sql(None, connection)
+            criteria_sql, _ = criteria.as_sql(None, conn)
         table = Project._meta.db_table
-        sql = f"SELECT {table}.*, {criteria_sql} AS criteria_json FROM {table} WHERE slug = %s"
-        _project_sqls[connection.vendor] = sql
-    return sql
+        self.projects = _ModelRows(conn, Project)
+        columns = ", ".join(self.projects.columns(conn, conn.ops.quote_name(table)))
+        self.sql = f"SELECT {columns}, {criteria_sql} FROM {table} WHERE slug = %s"
+
+
+_project_reads: dict[str, _ProjectRead] = {}
 
 
 def project_for_labeling(slug: str) -> Project | None:
     """The project with its criteria (as :func:`project_criteria` loads them), in one query."""
-    rows = list(Project.objects.raw(_project_sql(), [slug]))
-    if not rows:
+    read = _project_reads.get(connection.vendor)
+    if read is None:
+        read = _project_reads[connection.vendor] = _ProjectRead(connection)
+    with prepared_cursor() as cursor:
+        cursor.execute(read.sql, [slug])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    project = rows[0]
+    project = read.projects.instance(row[:-1])
     fields = Criterion._meta.concrete_fields
     names = [f.attname for f in fields]
     criteria = [
-        Criterion.from_db("default", names, [_field_value(f, row[f.column]) for f in fields])
-        for row in json.loads(project.criteria_json or "[]")
+        Criterion.from_db("default", names, [_field_value(f, data[f.column]) for f in fields])
+        for data in json.loads(row[-1] or "[]")
     ]
     criteria.sort(key=lambda c: (c.split, c.order, c.key))
     project._work_criteria = ProjectCriteria(criteria)
@@ -229,7 +237,7 @@ def open_slots_progress(project: Project, user: Any) -> tuple[ProjectMember | No
         return None, []
     read = _open_slots_read()
     params = [user.pk, project.pk, user.pk, True, user.pk, project.pk]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(read.sql, params)
         raw = cursor.fetchall()
     if not raw:
@@ -249,16 +257,44 @@ def open_slots_progress(project: Project, user: Any) -> tuple[ProjectMember | No
     return _progress(member, len(rows), voted, opened), rows
 
 
+class _ModelRows:
+    """Model instances from the columns of a hand-written statement, each column through the
+    converters the ORM applies when it reads that field (built once per model and database)."""
+
+    def __init__(self, conn: Any, model: Any) -> None:
+        self.model = model
+        self.fields = model._meta.concrete_fields
+        self.names = [f.attname for f in self.fields]
+        self.converters = []
+        for field in self.fields:
+            col = field.get_col(model._meta.db_table)
+            self.converters.append(
+                (col, conn.ops.get_db_converters(col) + col.get_db_converters(conn))
+            )
+        self.db = conn.alias
+
+    def columns(self, conn: Any, alias: str) -> list[str]:
+        """The model's columns in the order :meth:`instance` reads them."""
+        return [f"{alias}.{conn.ops.quote_name(f.column)}" for f in self.fields]
+
+    def instance(self, values: Sequence[Any]) -> Any:
+        """The instance of one row's columns, as the ORM would build it."""
+        out = []
+        for value, (col, funcs) in zip(values, self.converters, strict=True):
+            for func in funcs:
+                value = func(value, col, connection)
+            out.append(value)
+        return self.model.from_db(self.db, self.names, out)
+
+
 class _OpenSlotsRead:
     """:func:`open_slots` plus the membership JSON as one SQL statement, and its row builder."""
 
     def __init__(self, conn: Any) -> None:
         qn = conn.ops.quote_name
         t = _tables()
-        self.slot_fields = Slot._meta.concrete_fields
-        self.sample_fields = Sample._meta.concrete_fields
-        columns = [f"sl.{qn(f.column)}" for f in self.slot_fields]
-        columns += [f"s.{qn(f.column)}" for f in self.sample_fields]
+        self.slots, self.samples = _ModelRows(conn, Slot), _ModelRows(conn, Sample)
+        columns = self.slots.columns(conn, "sl") + self.samples.columns(conn, "s")
         if conn.vendor == "postgresql":
             join, member = "string_agg(v.criterion_id::text, ',')", "json_build_object"
         else:
@@ -281,38 +317,14 @@ class _OpenSlotsRead:
             " WHERE sl.annotator_id = %s AND sl.completed_at IS NULL AND s.project_id = %s"
             " ORDER BY sl.claimed_at ASC, sl.sample_id ASC"
         )
-        self.slot_names = [f.attname for f in self.slot_fields]
-        self.sample_names = [f.attname for f in self.sample_fields]
-        self.slot_convert = self._converters(conn, Slot, self.slot_fields)
-        self.sample_convert = self._converters(conn, Sample, self.sample_fields)
         self.sample_cache = Slot._meta.get_field("sample")
-        self.db = conn.alias
-
-    @staticmethod
-    def _converters(conn: Any, model: Any, fields: Any) -> list[tuple[Any, list[Any]]]:
-        """Each field's column and the converters the ORM applies to it when reading."""
-        out = []
-        for field in fields:
-            col = field.get_col(model._meta.db_table)
-            out.append((col, conn.ops.get_db_converters(col) + col.get_db_converters(conn)))
-        return out
-
-    def _values(self, values: Any, converters: list[tuple[Any, list[Any]]]) -> list[Any]:
-        out = []
-        for value, (col, funcs) in zip(values, converters, strict=True):
-            for func in funcs:
-                value = func(value, col, connection)
-            out.append(value)
-        return out
 
     def slot(self, values: tuple[Any, ...]) -> Slot:
         """A Slot with its Sample and ``voted_criteria``, as :func:`open_slots` returns them."""
-        n = len(self.slot_names)
-        m = n + len(self.sample_names)
-        slot = Slot.from_db(self.db, self.slot_names, self._values(values[:n], self.slot_convert))
-        sample = Sample.from_db(
-            self.db, self.sample_names, self._values(values[n:m], self.sample_convert)
-        )
+        n = len(self.slots.fields)
+        m = n + len(self.samples.fields)
+        slot = self.slots.instance(values[:n])
+        sample = self.samples.instance(values[n:m])
         self.sample_cache.set_cached_value(slot, sample)
         slot.voted_criteria = values[m]
         return slot

@@ -24,6 +24,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.db import prepared_cursor
+
 from .. import tiecap
 from ..models import Choice, Criterion, Project, ProjectMember, Sample, Slot, Vote
 from ..selectors.work import DONE_FIELD, project_criteria
@@ -152,10 +154,10 @@ def _run(sql: str, params: dict[str, Any]) -> tuple[int, bool] | None:
         # Inside a caller's transaction a savepoint keeps a clash from breaking it; on its own
         # the statement is its own transaction (no BEGIN / COMMIT round trips).
         if connection.in_atomic_block:
-            with transaction.atomic(), connection.cursor() as cursor:
+            with transaction.atomic(), prepared_cursor() as cursor:
                 cursor.execute(sql, params)
                 return cursor.fetchone()
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchone()
     except IntegrityError:  # the same vote, written meanwhile: the general path revises it

@@ -7,13 +7,15 @@ without JavaScript. Assignment, voting, the tie cap and the calibration gate liv
 
 from __future__ import annotations
 
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -28,6 +30,24 @@ from ..services import work
 from ..services.voting import tie_unavailable_message, vote_lock_message
 
 TEMPLATE = "annotation/label.html"
+
+
+@lru_cache(maxsize=1024)
+def _project_urls(prefix: str, slug: str) -> MappingProxyType:
+    """The labeling screen's links of one project, reversed once per process and prefix."""
+    names = {
+        "project": "project-detail",
+        "guidelines": "guidelines",
+        "label": "label",
+        "back": "label-back",
+        "skip": "label-skip",
+        "report": "report-problem",
+    }
+    return MappingProxyType({key: reverse(name, args=[slug]) for key, name in names.items()})
+
+
+def _urls(project: Project) -> MappingProxyType:
+    return _project_urls(get_script_prefix(), project.slug)
 
 
 def _project(slug: str) -> Project:
@@ -79,6 +99,7 @@ def _item_context(
         "total": item.total,
         "ties_available": item.ties_available,
         "problem_kinds": ProblemReport.Kind.choices,
+        "urls": _urls(project),
         "back_url": _back_url(project, item),
         "tie_reason": _tie_reason(project, item),
         "skip_reason": skip_reason,
@@ -111,7 +132,7 @@ def _revisit_context(project: Project, item: work_types.WorkItem) -> dict[str, A
 
 
 def _back_url(project: Project, item: work_types.WorkItem) -> str:
-    url = reverse("label-back", args=[project.slug])
+    url = _urls(project)["back"]
     if item.vote is not None:
         # Revisiting a voted item: Back goes to the vote before it, not to the latest one.
         url += f"?sample={item.sample.pk}&criterion={item.criterion.pk}"
@@ -203,7 +224,7 @@ def label(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("label", slug=project.slug)
     context = _next_context(project, request.user, previous=(sample_id, criterion_id))
     response = _screen(request, project, context)
-    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    response["HX-Push-Url"] = _urls(project)["label"]
     return _status(response, "Vote saved")
 
 
@@ -251,7 +272,7 @@ def label_skip(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("label", slug=project.slug)
     context = _next_context(project, request.user, previous=(sample_id, criterion_id))
     response = _screen(request, project, context)
-    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    response["HX-Push-Url"] = _urls(project)["label"]
     return _status(response, "Skipped for now: it comes back after your other items")
 
 
@@ -305,5 +326,5 @@ def report_problem(request: HttpRequest, slug: str) -> HttpResponse:
     if not request.htmx:
         return redirect("label", slug=project.slug)
     response = _screen(request, project, _next_context(project, request.user))
-    response["HX-Push-Url"] = reverse("label", args=[project.slug])
+    response["HX-Push-Url"] = _urls(project)["label"]
     return _status(response, "Problem reported; the sample left your queue")
