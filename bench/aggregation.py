@@ -338,6 +338,61 @@ def time_parts(project, floor: float, n_boot: int) -> None:
             print(f"    {name:<48} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
 
 
+def time_floors(project, floor: float, n_boot: int) -> None:
+    """What any aggregation that stores its labels and their intervals pays, beside the COPY:
+    writing the same label rows with COPY into a table shaped like the label table (its
+    indexes and checks, no triggers), and the bootstrap's resampling draws alone."""
+    import io
+
+    from django.db import connection
+
+    from aggregation.bootstrap import resample_counts
+    from aggregation.models import CriterionLabel
+    from annotation.models import Sample
+
+    table = CriterionLabel._meta.db_table
+    copy_out = (
+        f"COPY (SELECT l.* FROM {table} l JOIN {Sample._meta.db_table} s ON s.id = l.sample_id"
+        f" WHERE s.project_id = {int(project.pk)}) TO STDOUT (FORMAT binary)"
+    )
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        sink = io.BytesIO()
+        with raw.copy(copy_out) as copy:
+            for block in copy:
+                sink.write(block)
+        writes: dict[str, list[float]] = {"INCLUDING ALL": [], "": []}
+        for _ in range(3):
+            for like in writes:
+                raw.execute("DROP TABLE IF EXISTS bench_label_floor")
+                raw.execute(f"CREATE TABLE bench_label_floor (LIKE {table} {like})")
+                start = time.perf_counter()
+                with raw.copy("COPY bench_label_floor FROM STDIN (FORMAT binary)") as copy:
+                    copy.write(sink.getvalue())
+                writes[like].append(time.perf_counter() - start)
+        raw.execute("SELECT COUNT(*) FROM bench_label_floor")
+        n_labels = raw.fetchone()[0]
+        raw.execute("DROP TABLE bench_label_floor")
+    write = float(np.median(writes["INCLUDING ALL"]))
+    bare = float(np.median(writes[""]))
+    n_samples = Sample.objects.filter(project=project, is_seed=False).count()
+    draws = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _split in ("open_ended", "reasoning"):
+            resample_counts(np.random.default_rng(0), n_samples // 2, n_boot)
+        draws.append(time.perf_counter() - start)
+    draw = float(np.median(draws))
+    print("floors: what storing the labels and their intervals costs whatever the code")
+    for name, seconds in (
+        (f"  COPY of the {n_labels:,} labels into a label-shaped table", write),
+        ("  the same without its indexes and checks", bare),
+        (f"  the bootstrap's draws alone ({n_boot} replicates, 2 splits)", draw),
+        ("  with the COPY of the votes: read + write + draws", floor + write + draw),
+    ):
+        print(f"{name:<52} {seconds:8.2f} s  = {seconds / floor:6.1f} x COPY", flush=True)
+
+
 def change_votes(project, share: float) -> int:
     from django.db import connection
 
@@ -408,6 +463,7 @@ def main() -> None:
         updated = sum(s["updated"] for s in again["splits"].values())
         print(f"  {updated:,} labels updated")
         time_parts(project, floor, args.n_boot)
+        time_floors(project, floor, args.n_boot)
         connection.close()
     finally:
         if not args.keep:
