@@ -179,6 +179,7 @@ def _backend_cpu(pid: int) -> float | None:
 def phase_export(args: argparse.Namespace) -> dict:
     from django.contrib.auth.models import User
 
+    from aggregation.export.writers import JSONL_DEFLATE_LEVEL
     from aggregation.services.versions import version_build
     from annotation.models import Project
 
@@ -211,6 +212,7 @@ def phase_export(args: argparse.Namespace) -> dict:
         else round(server_done - server_started, 2),
         "rows": version.row_count,
         "files": {f.kind: f.size for f in version.files.all()},
+        "deflate_level": JSONL_DEFLATE_LEVEL,
     }
     if args.trace:
         import tracemalloc
@@ -251,6 +253,48 @@ def copy_time(db_url: str, size: int) -> tuple[float, float | None]:
         if server_started is None or server_done is None:
             return seconds, None
         return seconds, server_done - server_started + time.process_time() - cpu_started
+
+
+def floors(db_url: str, size: int, level: int) -> dict[str, float]:
+    """What any build of the newest version of one size pays whatever its code: its frozen rows
+    written with COPY into a table shaped like DatasetRow's (with and without its indexes) and
+    its JSONL deflated at the zip's ``level`` (medians of 3)."""
+    import zlib
+
+    import psycopg
+
+    with psycopg.connect(db_url, autocommit=True) as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT MAX(v.id) FROM aggregation_datasetversion v"
+            " JOIN annotation_project p ON p.id = v.project_id WHERE p.slug = %s",
+            [f"bench-{size}"],
+        )
+        version = cursor.fetchone()[0]
+        sink = bytearray()
+        query = f"COPY (SELECT * FROM aggregation_datasetrow WHERE version_id = {int(version)})"
+        with cursor.copy(f"{query} TO STDOUT (FORMAT binary)") as copy:
+            for block in copy:
+                sink += block
+        cursor.execute(
+            "SELECT data FROM aggregation_datasetrow WHERE version_id = %s ORDER BY id", [version]
+        )
+        jsonl = "".join(f"{data}\n" for (data,) in cursor).encode()
+        out: dict[str, list[float]] = {"rows": [], "rows_bare": [], "deflate": []}
+        for _ in range(3):
+            for key, like in (("rows", "INCLUDING ALL"), ("rows_bare", "")):
+                cursor.execute("DROP TABLE IF EXISTS bench_row_floor")
+                cursor.execute(f"CREATE TABLE bench_row_floor (LIKE aggregation_datasetrow {like})")
+                started = time.perf_counter()
+                with cursor.copy("COPY bench_row_floor FROM STDIN (FORMAT binary)") as copy:
+                    copy.write(bytes(sink))
+                out[key].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+            deflate.compress(jsonl)
+            deflate.flush()
+            out["deflate"].append(time.perf_counter() - started)
+        cursor.execute("DROP TABLE bench_row_floor")
+    return {key: statistics.median(values) for key, values in out.items()}
 
 
 # --- the parent -----------------------------------------------------------------------------
@@ -355,6 +399,14 @@ def main() -> None:
                 f"{_mb(files['jsonl']):>10}"
             )
             assert result["rows"] == filled[str(size)]["kept_rows"]
+            floor = floors(db_url, size, result["deflate_level"])
+            print(
+                f"{'':>9} floors: the rows frozen with COPY {floor['rows']:.2f}s "
+                f"= {floor['rows'] / copy_s:.1f}x COPY out (without the table's indexes "
+                f"{floor['rows_bare'] / copy_s:.1f}x); the JSONL deflated "
+                f"{floor['deflate'] / copy_s:.1f}x; with the COPY out: "
+                f"{(copy_s + floor['rows'] + floor['deflate']) / copy_s:.1f}x"
+            )
         print(
             f"\nmedians of {max(1, args.repeat)} alternating rounds; range: the rounds' ratios; "
             "CPU x: the build's CPU\n(its process and its server backend) over the COPY's (the "
