@@ -342,39 +342,20 @@ def time_floors(project, floor: float, n_boot: int) -> None:
     """What any aggregation that stores its labels and their intervals pays, beside the COPY:
     writing the same label rows with COPY into a table shaped like the label table (its
     indexes and checks, no triggers), and the bootstrap's resampling draws alone."""
-    import io
-
     from django.db import connection
 
     from aggregation.bootstrap import resample_counts
     from aggregation.models import CriterionLabel
     from annotation.models import Sample
+    from bench.copy_floor import copy_in_floor
 
     table = CriterionLabel._meta.db_table
-    copy_out = (
-        f"COPY (SELECT l.* FROM {table} l JOIN {Sample._meta.db_table} s ON s.id = l.sample_id"
-        f" WHERE s.project_id = {int(project.pk)}) TO STDOUT (FORMAT binary)"
+    select = (
+        f"SELECT l.* FROM {table} l JOIN {Sample._meta.db_table} s ON s.id = l.sample_id"
+        f" WHERE s.project_id = {int(project.pk)}"
     )
     with connection.cursor() as cursor:
-        raw = cursor.cursor
-        sink = io.BytesIO()
-        with raw.copy(copy_out) as copy:
-            for block in copy:
-                sink.write(block)
-        writes: dict[str, list[float]] = {"INCLUDING ALL": [], "": []}
-        for _ in range(3):
-            for like in writes:
-                raw.execute("DROP TABLE IF EXISTS bench_label_floor")
-                raw.execute(f"CREATE TABLE bench_label_floor (LIKE {table} {like})")
-                start = time.perf_counter()
-                with raw.copy("COPY bench_label_floor FROM STDIN (FORMAT binary)") as copy:
-                    copy.write(sink.getvalue())
-                writes[like].append(time.perf_counter() - start)
-        raw.execute("SELECT COUNT(*) FROM bench_label_floor")
-        n_labels = raw.fetchone()[0]
-        raw.execute("DROP TABLE bench_label_floor")
-    write = float(np.median(writes["INCLUDING ALL"]))
-    bare = float(np.median(writes[""]))
+        n_labels, write, bare = copy_in_floor(cursor.cursor, table, select)
     n_samples = Sample.objects.filter(project=project, is_seed=False).count()
     draws = []
     for _ in range(3):

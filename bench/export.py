@@ -263,38 +263,29 @@ def floors(db_url: str, size: int, level: int) -> dict[str, float]:
 
     import psycopg
 
+    from bench.copy_floor import copy_in_floor
+
     with psycopg.connect(db_url, autocommit=True) as conn, conn.cursor() as cursor:
         cursor.execute(
             "SELECT MAX(v.id) FROM aggregation_datasetversion v"
             " JOIN annotation_project p ON p.id = v.project_id WHERE p.slug = %s",
             [f"bench-{size}"],
         )
-        version = cursor.fetchone()[0]
-        sink = bytearray()
-        query = f"COPY (SELECT * FROM aggregation_datasetrow WHERE version_id = {int(version)})"
-        with cursor.copy(f"{query} TO STDOUT (FORMAT binary)") as copy:
-            for block in copy:
-                sink += block
-        cursor.execute(
-            "SELECT data FROM aggregation_datasetrow WHERE version_id = %s ORDER BY id", [version]
+        version = int(cursor.fetchone()[0])
+        table = "aggregation_datasetrow"
+        _, rows, rows_bare = copy_in_floor(
+            cursor, table, f"SELECT * FROM {table} WHERE version_id = {version}"
         )
+        cursor.execute(f"SELECT data FROM {table} WHERE version_id = %s ORDER BY id", [version])
         jsonl = "".join(f"{data}\n" for (data,) in cursor).encode()
-        out: dict[str, list[float]] = {"rows": [], "rows_bare": [], "deflate": []}
-        for _ in range(3):
-            for key, like in (("rows", "INCLUDING ALL"), ("rows_bare", "")):
-                cursor.execute("DROP TABLE IF EXISTS bench_row_floor")
-                cursor.execute(f"CREATE TABLE bench_row_floor (LIKE aggregation_datasetrow {like})")
-                started = time.perf_counter()
-                with cursor.copy("COPY bench_row_floor FROM STDIN (FORMAT binary)") as copy:
-                    copy.write(bytes(sink))
-                out[key].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
-            deflate.compress(jsonl)
-            deflate.flush()
-            out["deflate"].append(time.perf_counter() - started)
-        cursor.execute("DROP TABLE bench_row_floor")
-    return {key: statistics.median(values) for key, values in out.items()}
+    deflates = []
+    for _ in range(3):
+        started = time.perf_counter()
+        deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+        deflate.compress(jsonl)
+        deflate.flush()
+        deflates.append(time.perf_counter() - started)
+    return {"rows": rows, "rows_bare": rows_bare, "deflate": statistics.median(deflates)}
 
 
 # --- the parent -----------------------------------------------------------------------------

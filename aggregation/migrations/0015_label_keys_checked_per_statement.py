@@ -86,16 +86,15 @@ DROP FUNCTION IF EXISTS aggregation_label_keys_check();
 """
 
 
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(FORWARD)
+def on_postgresql(sql):
+    """A RunPython step that runs ``sql`` on PostgreSQL and does nothing elsewhere."""
 
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            with schema_editor.connection.cursor() as cursor:
+                cursor.execute(sql)
 
-def backward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(BACKWARD)
+    return run
 
 
 class Migration(migrations.Migration):
@@ -141,5 +140,5 @@ class Migration(migrations.Migration):
                 to="annotation.sample",
             ),
         ),
-        migrations.RunPython(forward, backward),
+        migrations.RunPython(on_postgresql(FORWARD), on_postgresql(BACKWARD)),
     ]

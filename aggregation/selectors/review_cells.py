@@ -16,8 +16,6 @@ from annotation.models import Sample
 from ..models import CriterionLabel, Outcome, SampleReview
 from ..review_cell_counts import KIND_BITS, PROVENANCE_BITS, Cell
 
-__all__ = ["KIND_BITS", "PROVENANCE_BITS", "Cell", "review_cells_count"]
-
 
 def _literal(value: str) -> str:
     # Only the code's own choice values are written into the SQL, never input.

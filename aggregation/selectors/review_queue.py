@@ -22,8 +22,8 @@ from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 
+from aggregation.review_cell_counts import KIND_BITS, PROVENANCE_BITS
 from aggregation.selectors.review import labels_with_review_state
-from aggregation.selectors.review_cells import KIND_BITS, PROVENANCE_BITS
 from annotation.models import Criterion, ProblemReport, Project, Sample, SampleStatus, Split, Vote
 
 from ..models import (

@@ -27,8 +27,8 @@ from ..models import (
     ReviewQueueFigures,
     SampleReview,
 )
-from ..review_cell_counts import cells_from_labels
-from ..selectors.review_cells import Cell, review_cells_count
+from ..review_cell_counts import Cell, cells_from_labels
+from ..selectors.review_cells import review_cells_count
 
 Action = ReviewDecision.Action
 Reason = ReviewDecision.Reason
