@@ -2,9 +2,12 @@
 
 The rule (protocol section 8, as the published evaluation applies it): strip the text, take its
 last three lines (split on ``\\n``; blank lines count), lowercase them, and take the first match of
-``[*]*response (\\d+)[*]* is better``; ``1`` is ``model_a``, ``2`` is ``model_b``, and anything
-else (no match, another number) is unparsed (``None``), which scores as wrong. This is the only
-parser of raw judge text in the project, so the same outputs score the same here as there.
+``[*]*response (\\d+)[*]* is better``. The number is read with ``int()``, as the published code
+reads it: ``\\d`` matches any Unicode decimal digit and ``int()`` converts them all, so ``01``,
+``001`` and Arabic-Indic ``١`` are 1. A number equal to 1 is ``model_a``, equal to 2 is ``model_b``;
+anything else (no match, another number, a number ``int()`` refuses, such as one of more digits
+than Python converts) is unparsed (``None``), which scores as wrong. This is the only parser of
+raw judge text in the project, so the same outputs score the same here as there.
 
 A scalar judge (a reward model, or a pointwise judge scoring each response) gives a score per
 response instead; :func:`verdicts_from_scores` derives its verdict with a tie margin ``δ``:
@@ -25,7 +28,7 @@ from judging.metrics import MODEL_A, MODEL_B, TIE_LABEL
 LAST_LINES = 3
 
 _VERDICT = re.compile(r"[*]*response (\d+)[*]* is better")
-_NUMBER = {"1": MODEL_A, "2": MODEL_B}
+_NUMBER = {1: MODEL_A, 2: MODEL_B}
 
 
 def tail_lines(text: object, n: int = LAST_LINES) -> str:
@@ -40,7 +43,11 @@ def parse_judge_output(text: object) -> str | None:
     match = _VERDICT.search(tail_lines(text, LAST_LINES).lower())
     if match is None:
         return None
-    return _NUMBER.get(match.group(1))
+    try:
+        number = int(match.group(1))
+    except ValueError:  # more digits than int() converts from text
+        return None
+    return _NUMBER.get(number)
 
 
 def tie_margin_problem(value: object) -> str | None:

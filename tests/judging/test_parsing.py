@@ -23,7 +23,8 @@ from judging.prompt import (
 )
 
 # The published evaluation's rule: strip, the last three lines (blank lines count), lowercase,
-# the first match of [*]*response (\d+)[*]* is better; 1 -> model_a, 2 -> model_b, else unparsed.
+# the first match of [*]*response (\d+)[*]* is better; the number read with int() (any Unicode
+# decimal digits, leading zeros allowed): 1 -> model_a, 2 -> model_b, else unparsed.
 PUBLISHED_RULE_CASES = [
     ("Response 1 is better.", "model_a"),
     ("Response 2 is better.", "model_b"),
@@ -57,6 +58,27 @@ PUBLISHED_RULE_CASES = [
     ("Response 3 is better.", None),
     ("Response 12 is better.", None),
     ("Response 3 is better.\nResponse 1 is better.", None),
+    ("Response 0 is better.", None),
+    ("Response 21 is better.", None),
+    # int() reads the number: leading zeros and every Unicode decimal digit
+    ("Response 01 is better.", "model_a"),
+    ("Response 002 is better.", "model_b"),
+    ("Response 0001 is better.", "model_a"),
+    ("response \u0662 is better", "model_b"),  # Arabic-Indic two
+    ("Response \u0661 is better.", "model_a"),  # Arabic-Indic one
+    ("Response \u06f1 is better.", "model_a"),  # extended Arabic-Indic one
+    ("Response \u0968 is better.", "model_b"),  # Devanagari two
+    ("Response \uff12 is better.", "model_b"),  # fullwidth two
+    ("Response \U0001d7cf is better.", "model_a"),  # mathematical bold one
+    ("Response \u0660\u0661 is better.", "model_a"),  # Arabic-Indic zero one
+    ("Response \u0663 is better.", None),  # Arabic-Indic three
+    ("**Response 02** is better.", "model_b"),
+    # digits that are not decimal digits (superscripts, circled, Roman) do not match \d
+    ("Response \u00b9 is better.", None),
+    ("Response \u2460 is better.", None),
+    ("Response \u2160 is better.", None),
+    # a number with more digits than int() converts from text is unparsed, as there
+    ("Response " + "0" * 5000 + "1 is better.", None),
     # no verdict sentence at all
     ("Response 1 is worse.", None),
     ("Both are equally good.", None),
@@ -80,7 +102,13 @@ def _reference_rule(text: str) -> str | None:
     """The published rule written out independently, for the randomised comparison below."""
     lines = text.strip().split("\n")[-3:]
     found = re.findall(r"[*]*response (\d+)[*]* is better", "\n".join(lines).lower())
-    return {"1": "model_a", "2": "model_b"}.get(found[0]) if found else None
+    if not found:
+        return None
+    try:
+        number = int(found[0])
+    except ValueError:
+        return None
+    return {1: "model_a", 2: "model_b"}.get(number)
 
 
 def test_parser_equals_the_rule_on_random_outputs():
@@ -90,6 +118,10 @@ def test_parser_equals_the_rule_on_random_outputs():
         "response 2 is better",
         "**Response 2** is better",
         "RESPONSE 3 IS BETTER",
+        "Response 01 is better.",
+        "response \u0662 is better",
+        "Response \u0663 is better",
+        "**Response 002** is better",
         "Response 1 covers more.",
         "",
         "  ",
