@@ -1,18 +1,26 @@
 """Judge metrics of the Multi-Crit protocol (section 7), pure NumPy.
 
-Everything is computed per split and never pooled across splits. Inputs are one dataset row per
-(prompt, criterion) with the human preference, and one judge prediction per row. Predictions are
-integer-coded once (``encode_predictions``): ``A`` (model_a), ``B`` (model_b), ``INVALID``
-(anything else) and ``MISSING`` (no prediction); invalid and missing both count as wrong.
+Everything is computed per split and never pooled across splits: a prompt with rows in both
+splits is two prompts, one per split, as the published evaluation groups its rows per split.
+Inputs are one dataset row per (prompt, criterion) with the human preference (``model_a``,
+``model_b`` or ``tie``), and one judge prediction per row. Predictions are integer-coded once
+(``encode_predictions``): ``A`` (model_a), ``B`` (model_b), ``INVALID`` (anything else) and
+``MISSING`` (no prediction); invalid and missing both count as wrong. A human ``tie`` (code
+``HUMAN_TIE``) equals no prediction, so its row always counts as wrong (the published evaluation
+compares the labels and a judge answers model_a or model_b), and it conflicts with no criterion.
 
-Figures (percentages, 2 decimals, ``None`` = n/a when the denominator is 0):
+Figures (percentages, 2 decimals, ``None`` = n/a when the denominator is 0), each
+``round(100 * mean, 2)`` with NumPy's rounding (``published_round``), as the published evaluation
+rounds its NumPy means:
 
 - per-criterion accuracy; ``overall`` = micro average over rows; ``avg`` = the mean of the
-  per-criterion percentages *already rounded to 2 decimals*, as the published tables compute it;
-- ``pacc``: share of prompts whose every present criterion is predicted correctly;
-- ``tos``: over prompts with at least one conflicting pair (two criteria with opposite human
-  preferences), the share where the judge gives opposite *valid* predictions on at least one of
-  those pairs;
+  per-criterion percentages *already rounded to 2 decimals* (in the protocol's criterion order),
+  itself rounded the same way, as the published tables compute it;
+- ``pacc``: share of prompts whose every present criterion is predicted correctly (a prompt with a
+  tie row never is);
+- ``tos``: over prompts with at least one conflicting pair (two criteria whose human preferences
+  are opposite, model_a vs model_b), the share where the judge gives opposite *valid* predictions
+  on at least one of those pairs;
 - ``cmr``: over all conflicting pairs of all prompts (pooled), the share where both criteria are
   predicted correctly.
 
@@ -26,7 +34,9 @@ Bootstrap 95% CIs resample prompts (the unit the rows depend on) with replacemen
 counts form a matrix ``S`` (prompts x statistics), each replicate is a vector of prompt
 multiplicities ``w``, and ``w @ S`` gives every numerator and denominator of the replicate at once.
 CIs are the 2.5th and 97.5th percentiles of the replicates (replicates with a zero denominator are
-left out), drawn from ``np.random.default_rng(seed)``, so the same seed gives the same CIs.
+left out), drawn from ``np.random.default_rng(seed)``, so the same seed gives the same CIs. A
+replicate's Avg is computed as the point Avg is (rounded criterion accuracies in the protocol's
+order, their mean rounded with ``published_round``).
 
 Diagnostics (the paper's discussion of criterion-agnostic judges): ``same_verdict_share`` is the
 share of prompts with at least two criteria on which every prediction is valid and identical (all
@@ -60,6 +70,10 @@ MISSING = -1
 INVALID = 0
 A = 1
 B = 2
+#: The human code of a ``tie`` row: no prediction code equals it, so the row is always wrong.
+HUMAN_TIE = 3
+#: The human preferences a dataset row may hold.
+PREFERENCES = (MODEL_A, MODEL_B, TIE_LABEL)
 
 #: The protocol's criterion order per split (paper column order); unknown keys follow, sorted.
 CRITERIA_ORDER: dict[str, tuple[str, ...]] = {
@@ -102,6 +116,8 @@ class SplitCodes:
 class ScoreInput:
     """The dataset side of scoring: one entry per dataset row, as equally long string arrays.
 
+    ``preference`` is ``model_a``, ``model_b`` or ``tie``. ``warnings`` carries what the reader of
+    the rows noticed without refusing them (tie labels, prompts in two splits), for the user.
     Treat the arrays as read-only: the integer codes of each split are cached on first use.
     """
 
@@ -110,6 +126,7 @@ class ScoreInput:
     split: np.ndarray
     criterion: np.ndarray
     preference: np.ndarray
+    warnings: list[str] = field(default_factory=list, compare=False)
     _codes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,11 +136,11 @@ class ScoreInput:
         lengths |= {len(self.criterion), len(self.preference)}
         if len(lengths) != 1:
             raise ValueError("ScoreInput arrays must all have the same length")
-        bad = ~np.isin(self.preference, [MODEL_A, MODEL_B])
+        bad = ~np.isin(self.preference, PREFERENCES)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"row {i} ({self.question_id[i]}): preference must be model_a or model_b, "
+                f"row {i} ({self.question_id[i]}): preference must be model_a, model_b or tie, "
                 f"got {self.preference[i]!r}"
             )
 
@@ -149,7 +166,9 @@ class ScoreInput:
             mask = self.split == split
             prompt_keys, prompt = np.unique(self.prompt_id[mask], return_inverse=True)
             crit_keys, crit = np.unique(self.criterion[mask], return_inverse=True)
-            human = np.where(self.preference[mask] == MODEL_A, A, B).astype(np.int8)
+            pref = self.preference[mask]
+            human = np.select([pref == MODEL_A, pref == MODEL_B], [A, B], HUMAN_TIE)
+            human = human.astype(np.int8)
             self._codes[key] = SplitCodes(mask, prompt_keys, prompt, crit_keys, crit, human)
         return self._codes[key]
 
@@ -161,6 +180,7 @@ class ScoreInput:
             split=self.split[positions],
             criterion=self.criterion[positions],
             preference=self.preference[positions],
+            warnings=list(self.warnings),
         )
 
 
@@ -232,11 +252,27 @@ def majority_vote(runs: Sequence[np.ndarray]) -> np.ndarray:
     return decode_predictions(majority_vote_codes(matrix))
 
 
+def published_round(value: Any) -> Any:
+    """``round(x, 2)`` of a NumPy float, as the published evaluation rounds every figure.
+
+    NumPy scales by 100, rounds half to even with ``rint`` and scales back, which differs from
+    Python's correctly rounded ``round(float, 2)`` for some values: the mean of 85.71 and 0.0 is
+    42.855, 42.86 here and 42.85 with Python's ``round``. Elementwise on arrays.
+    """
+    return np.round(np.asarray(value, dtype=np.float64), 2)
+
+
 def _pct(num: float, den: float) -> float | None:
-    """``round(100 * mean, 2)`` exactly as the published evaluation rounds (mean first)."""
+    """``round(mean * 100, 2)`` exactly as the published evaluation computes it (mean first)."""
     if den == 0:
         return None
-    return round(100 * (float(num) / float(den)), 2)
+    return float(published_round(np.float64(num) / np.float64(den) * 100.0))
+
+
+def _avg(rounded: Sequence[float | None]) -> float | None:
+    """The published Avg: the mean of the rounded per-criterion accuracies, rounded again."""
+    present = [v for v in rounded if v is not None]
+    return float(published_round(np.mean(present))) if present else None
 
 
 def _ci(samples: np.ndarray) -> list[float] | None:
@@ -248,8 +284,9 @@ def _ci(samples: np.ndarray) -> list[float] | None:
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``mean * 100`` in the order the point figures compute it; NaN where ``den`` is 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
+        return np.where(den > 0, num / np.where(den > 0, den, 1) * 100.0, np.nan)
 
 
 def _bootstrap_totals(stats: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
@@ -274,6 +311,7 @@ class _Point:
     n_prompts: int
     n_crit: int
     columns: dict[str, int]
+    order: list[int]  # the criterion columns in the protocol's order (the order Avg sums in)
 
 
 def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
@@ -287,9 +325,9 @@ def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
     prompt_keys, crit_keys = view.prompt_keys, view.criterion_keys
     n_prompts, n_crit = len(prompt_keys), len(crit_keys)
 
-    correct = codes == human
+    correct = codes == human  # never on a tie row: no prediction code is HUMAN_TIE
     valid = codes > INVALID
-    is_a, is_b = human == A, human == B
+    is_a, is_b = human == A, human == B  # a tie row is on neither side of a conflict
 
     def per_prompt(weights: np.ndarray) -> np.ndarray:
         return np.bincount(prompt, weights=weights, minlength=n_prompts)
@@ -329,8 +367,7 @@ def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
             "correct": int(ok_c[j]),
             "ci": None,
         }
-    rounded = [v["acc"] for v in per_criterion.values()]
-    avg_value = round(float(np.mean(rounded)), 2) if rounded else None
+    avg_value = _avg([v["acc"] for v in per_criterion.values()])
 
     n_conflict = int(conflict.sum())
     n_pairs = int(pairs.sum())
@@ -376,6 +413,7 @@ def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
             "valid": n_valid,
             "invalid": n_invalid,
             "missing": n_missing,
+            "human_ties": int((human == HUMAN_TIE).sum()),
         },
         "diagnostics": {
             "same_verdict_share": _pct(same.sum(), n_multi),
@@ -389,7 +427,7 @@ def _point_estimates(rows: ScoreInput, predictions: Any, split: str) -> _Point:
     stats = np.column_stack(
         [correct_p, rows_p, all_correct, sensitive, conflict, matched, pairs, ok_pc, n_pc]
     )
-    return _Point(result, stats, n_prompts, n_crit, col)
+    return _Point(result, stats, n_prompts, n_crit, col, [col[k] for k in order])
 
 
 def _fill_cis(point: _Point, tot: np.ndarray) -> None:
@@ -407,8 +445,8 @@ def _fill_cis(point: _Point, tot: np.ndarray) -> None:
     # published Avg only averages criteria that are present.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        avg_boot = np.nanmean(np.round(crit_acc, 2), axis=1)
-    result["avg"]["ci"] = _ci(avg_boot)
+        avg_boot = np.nanmean(published_round(crit_acc[:, point.order]), axis=1)
+    result["avg"]["ci"] = _ci(published_round(avg_boot))
 
 
 def score_many(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from judging.metrics import (
+    HUMAN_TIE,
     INVALID,
     MISSING,
     A,
@@ -17,6 +18,7 @@ from judging.metrics import (
     encode_predictions,
     majority_vote,
     majority_vote_codes,
+    published_round,
     score_all,
     score_runs,
     score_split,
@@ -87,6 +89,7 @@ def test_hand_worked_split():
         "valid": 7,
         "invalid": 0,
         "missing": 0,
+        "human_ties": 0,
     }
     diag = result["diagnostics"]
     assert diag["same_verdict_share"] == 0.0
@@ -274,9 +277,85 @@ def test_predictions_must_align_with_rows():
         score_split(WORKED, ["model_a"] * 6, split=OPEN)
 
 
-def test_preference_must_be_a_or_b():
-    with pytest.raises(ValueError, match="row 1 \\(q2\\): preference must be model_a or model_b"):
-        ScoreInput(["q1", "q2"], ["p", "p"], [OPEN] * 2, ["a", "b"], ["model_a", "tie"])
+def test_preference_must_be_a_b_or_tie():
+    message = "row 1 \\(q2\\): preference must be model_a, model_b or tie"
+    with pytest.raises(ValueError, match=message):
+        ScoreInput(["q1", "q2"], ["p", "p"], [OPEN] * 2, ["a", "b"], ["model_a", "A"])
+    rows = ScoreInput(["q1", "q2"], ["p", "p"], [OPEN] * 2, ["a", "b"], ["model_a", "tie"])
+    assert rows.split_codes(OPEN).human.tolist() == [A, HUMAN_TIE]
+
+
+def _with_ties(spec: list[tuple[str, str, str, str]]) -> ScoreInput:
+    """make_rows, with "T" as a human tie."""
+    rows = make_rows(spec)
+    pref = np.where([x == "T" for *_, x in spec], "tie", rows.preference)
+    return ScoreInput(rows.question_id, rows.prompt_id, rows.split, rows.criterion, pref)
+
+
+def test_a_human_tie_is_always_wrong_and_conflicts_with_nothing():
+    rows = _with_ties(
+        [
+            ("p", OPEN, "completeness", "A"),
+            ("p", OPEN, "visual-grounding", "T"),
+            ("p", OPEN, "hallucination", "B"),
+            ("q", OPEN, "completeness", "T"),
+            ("q", OPEN, "clarity", "A"),
+        ]
+    )
+    # every verdict on a tie row is wrong: model_a, model_b, invalid and missing alike
+    for tie_verdict in ("A", "B", "tie", None):
+        result = score_split(rows, preds("A", tie_verdict, "B", tie_verdict, "A"), split=OPEN)
+        assert result["per_criterion"]["visual-grounding"]["acc"] == 0.0
+        assert result["overall"]["correct"] == 3
+        assert result["pacc"]["value"] == 0.0  # each prompt has a tie row, never all correct
+        # p: only completeness (A) x hallucination (B) conflict; q has no conflict at all
+        assert result["cmr"] == {
+            "value": 100.0,
+            "ci": result["cmr"]["ci"],
+            "matched_pairs": 1,
+            "conflict_pairs": 1,
+        }
+        assert result["tos"]["conflict_prompts"] == 1
+        assert result["tos"]["value"] == 100.0
+        assert result["counts"]["human_ties"] == 2
+        assert result["diagnostics"]["human_a_share"] == 40.0
+    # opposite valid verdicts on a tie row and an A row are no trade-off noticed
+    alone = _with_ties([("r", OPEN, "completeness", "A"), ("r", OPEN, "clarity", "T")])
+    result = score_split(alone, preds("A", "B"), split=OPEN, n_boot=0)
+    assert result["tos"]["value"] is None and result["cmr"]["value"] is None
+    assert result["counts"]["conflict_pairs"] == 0
+
+
+def test_a_prompt_in_two_splits_is_scored_per_split():
+    rows = make_rows(
+        [
+            ("p", OPEN, "completeness", "A"),
+            ("p", OPEN, "hallucination", "B"),
+            ("p", REASONING, "hallucination", "A"),
+            ("p", REASONING, "logic", "A"),
+        ]
+    )
+    result = score_all(rows, preds("A", "A", "A", "A"), n_boot=0)
+    # the open-ended half has a conflict the judge missed; the reasoning half is all correct
+    assert result[OPEN]["pacc"] == {"value": 0.0, "ci": None, "correct_prompts": 0, "prompts": 1}
+    assert result[OPEN]["cmr"]["conflict_pairs"] == 1
+    assert result[REASONING]["pacc"]["value"] == 100.0
+    assert result[REASONING]["counts"]["conflict_pairs"] == 0
+    assert result[REASONING]["tos"]["value"] is None
+
+
+def test_figures_round_as_numpy_rounds_a_numpy_float():
+    assert float(published_round(42.855)) == 42.86 != round(42.855, 2)
+    assert float(published_round(24.285)) == 24.28 != round(24.285, 2)
+    assert published_round(np.array([2.675, 1.005])).tolist() == [2.68, 1.0]
+    # two criteria at 6/7 and 0/7: 85.71 and 0.0, whose mean 42.855 rounds up with NumPy
+    spec = [(f"p{i}", OPEN, c, "A") for i in range(7) for c in ("completeness", "clarity")]
+    rows = make_rows(spec)
+    verdicts = [x for i in range(7) for x in (("A" if i < 6 else "B"), "B")]
+    result = score_split(rows, preds(*verdicts), split=OPEN, n_boot=0)
+    assert [v["acc"] for v in result["per_criterion"].values()] == [85.71, 0.0]
+    assert result["avg"]["value"] == 42.86
+    assert round((85.71 + 0.0) / 2, 2) == 42.85  # Python's rounding gives the other figure
 
 
 # -- majority vote -------------------------------------------------------------------------------
@@ -504,3 +583,14 @@ def test_published_denominators_round_as_in_the_tables():
     assert result["pacc"]["value"] == 32.78
     assert result["tos"]["value"] == 64.56
     assert result["cmr"]["value"] == 47.57  # 98 of 206 pairs
+
+
+def test_bootstrap_avg_rounds_as_the_point_avg():
+    # One prompt: every replicate draws it, so each replicate's Avg is the point Avg, rounded
+    # the same way (the unrounded mean 42.855 would show as 42.85 with Python's rounding).
+    spec = [("p", OPEN, c, "A") for c in ("completeness", "clarity") for _ in range(7)]
+    rows = make_rows(spec)
+    result = score_split(rows, preds(*("A" * 6 + "B" + "B" * 7)), split=OPEN, n_boot=50)
+    assert result["avg"]["value"] == 42.86
+    assert result["avg"]["ci"] == [42.86, 42.86]
+    assert result["per_criterion"]["completeness"]["ci"] == [85.71, 85.71]
