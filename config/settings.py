@@ -282,6 +282,16 @@ JOB_QUEUED_RESEND_SECONDS = float(os.environ.get("JOB_QUEUED_RESEND_SECONDS", "3
 # Test-only: every progress call of a job sleeps this long, so tests can stop a worker mid-job.
 JOB_TEST_DELAY_SECONDS = float(os.environ.get("JOB_TEST_DELAY_SECONDS", "0"))
 
+# --- Outbound requests (core/outbound.py) ---------------------------------------------------
+# Servers whose address a lead types in (judge servers) are reached at public addresses only;
+# 1 also allows private and loopback ones (a model server on the same network or machine).
+# Link-local and cloud metadata addresses are refused either way.
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+# The environment variables a judge's API key may be read from: names starting with one of the
+# prefixes, or one of the names (both comma-separated).
+OUTBOUND_KEY_ENV_PREFIXES = tuple(env_list("JUDGE_KEY_ENV_PREFIXES", ["JUDGE_KEY_"]))
+OUTBOUND_KEY_ENV_NAMES = tuple(env_list("JUDGE_KEY_ENV_NAMES", []))
+
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
