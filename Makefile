@@ -33,10 +33,11 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 venv: $(VENV)/.installed
 dev-venv: $(VENV)/.installed-dev
 
+# The demo may score judge servers running on this machine (loopback addresses allowed).
 demo: venv
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --no-input
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py demo_setup
-	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py demo_serve $(HOST):$(PORT)
+	env -u DATABASE_URL -u CELERY_BROKER_URL OUTBOUND_ALLOW_PRIVATE=1 $(PY) manage.py demo_serve $(HOST):$(PORT)
 
 # The whole suite on PostgreSQL and Redis, with real workers and the browser tests.
 POSTGRES_LANE = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) \

@@ -58,6 +58,8 @@ def _worker_env(tmp_path: Path, extra: dict[str, str] | None = None) -> dict[str
             "MEDIA_ROOT": str(settings.MEDIA_ROOT),
             "VAR_DIR": str(tmp_path / "worker-var"),
             "DJANGO_SETTINGS_MODULE": "config.settings",
+            # The fake judge servers listen on 127.0.0.1 (tests/conftest.py allows it in-process).
+            "OUTBOUND_ALLOW_PRIVATE": "1",
         }
     )
     env.update(extra or {})

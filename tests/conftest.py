@@ -56,6 +56,13 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _private_servers_allowed(settings):
+    """The fake judge servers listen on 127.0.0.1: loopback and private addresses are allowed
+    (the worker processes get OUTBOUND_ALLOW_PRIVATE=1 from tests/celery_worker.py)."""
+    settings.OUTBOUND_ALLOW_PRIVATE = True
+
+
+@pytest.fixture(autouse=True)
 def _empty_cache():
     """API throttle counts live in the cache: each test starts with none."""
     cache.clear()
