@@ -2,14 +2,25 @@
 
 A row needs ``prompt_id``, ``split`` (``open_ended`` or ``reasoning``, in any spelling
 ``annotation.splits.split_key`` accepts: ``openEnded``, ``open-ended``, ...), ``criterion`` and
-``preference`` (``model_a`` or ``model_b``); ``question_id`` is optional and defaults to
+``preference`` (``model_a``, ``model_b`` or ``tie``); ``question_id`` is optional and defaults to
 ``<prompt_id>__<criterion>``. Other fields (question, responses, image) are not needed to score and
 are not read from Parquet, so the embedded images are never loaded.
+
+What the published evaluation scores is scored here too, with a warning on the rows
+(``ScoreInput.warnings``) instead of a refusal:
+
+- a human ``tie`` label: it equals no verdict of a judge, so the row always counts as wrong, and
+  it is in no conflicting criterion pair (protocol section 7);
+- a prompt with rows in both splits: the published evaluation reads each split on its own, so
+  each split scores its own rows of the prompt (and a question id may then name a row in each
+  split; a predictions line for it says which with its ``split``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +29,15 @@ import numpy as np
 from aggregation.export.rows import question_id_for
 from annotation.importing.limits import JsonInputError, bounded_lines, json_loads, line_too_long
 from annotation.splits import split_key
+from core.text import counted
 from judging.errors import DatasetFileError
-from judging.metrics import MODEL_A, MODEL_B, SPLIT_ORDER, ScoreInput
+from judging.metrics import PREFERENCES, SPLIT_ORDER, TIE_LABEL, ScoreInput
 
 REQUIRED = ("prompt_id", "split", "criterion", "preference")
 OPTIONAL = ("question_id",)
+FIELDS = ("question_id", "prompt_id", "split", "criterion", "preference")
+#: How many rows (or prompts) a warning names before it counts the rest.
+LISTED = 5
 
 
 def _text(value: Any, *, line: int, field: str) -> str:
@@ -34,73 +49,154 @@ def _text(value: Any, *, line: int, field: str) -> str:
     return str(value).strip()
 
 
+@dataclass(frozen=True)
+class _Row:
+    line: int
+    question_id: str
+    prompt_id: str
+    split: str
+    criterion: str
+    preference: str
+
+
+def _row(line: int, record: Any) -> _Row:
+    """One validated row; DatasetFileError names the line and field."""
+    if not isinstance(record, dict):
+        raise DatasetFileError("a row must be a JSON object", line=line)
+    values = {f: _text(record.get(f), line=line, field=f) for f in REQUIRED}
+    split = split_key(values["split"]) or values["split"]
+    if split not in SPLIT_ORDER:
+        raise DatasetFileError(
+            f"unknown split {split!r} (expected one of {', '.join(SPLIT_ORDER)})",
+            line=line,
+            field="split",
+        )
+    if values["preference"] not in PREFERENCES:
+        raise DatasetFileError(
+            f"must be model_a, model_b or tie, got {values['preference']!r}",
+            line=line,
+            field="preference",
+        )
+    prompt, criterion = values["prompt_id"], values["criterion"]
+    qid_raw = record.get("question_id")
+    qid = (
+        question_id_for(prompt, criterion)
+        if qid_raw is None or qid_raw == ""
+        else _text(qid_raw, line=line, field="question_id")
+    )
+    return _Row(line, qid, prompt, split, criterion, values["preference"])
+
+
 def rows_from_records(
-    records: Any, *, source: str = "", skipped: list[str] | None = None
+    records: Iterable[tuple[int, Any]], *, source: str = "", skipped: list[str] | None = None
 ) -> ScoreInput:
     """Validate ``(line, mapping)`` pairs and build the arrays; the first bad line raises.
 
-    With a ``skipped`` list, a repeated question id (or prompt and criterion) keeps its first
-    row, as the published evaluation does, and each later one is listed there instead.
+    Rows repeat within a split (each split is read on its own, as the published evaluation
+    reads it). Without a ``skipped`` list a repeat is an error naming both lines. With one, the
+    rows are kept as the published evaluation keeps them, and each row left out is listed there:
+
+    - a repeated question id keeps its FIRST row (the published code skips an id it has seen);
+    - a repeated (prompt, criterion) under another question id keeps its LAST row (the published
+      code files rows in a dict keyed by prompt, then criterion, so a later row replaces an
+      earlier one). The question-id rule applies first: a row whose id was seen stays out even
+      when the row first seen with that id was itself replaced.
+
+    Tie labels and prompts in two splits are kept, with warnings on the result.
     """
-    columns: dict[str, list[str]] = {k: [] for k in (*OPTIONAL, *REQUIRED)}
-    seen_qid: dict[str, int] = {}
-    seen_cell: dict[tuple[str, str], int] = {}
-    prompt_split: dict[str, str] = {}
-    for line, record in records:
-        if not isinstance(record, dict):
-            raise DatasetFileError("a row must be a JSON object", line=line)
-        values = {f: _text(record.get(f), line=line, field=f) for f in REQUIRED}
-        values["split"] = split_key(values["split"]) or values["split"]
-        if values["split"] not in SPLIT_ORDER:
-            raise DatasetFileError(
-                f"unknown split {values['split']!r} (expected one of {', '.join(SPLIT_ORDER)})",
-                line=line,
-                field="split",
-            )
-        if values["preference"] not in (MODEL_A, MODEL_B):
-            raise DatasetFileError(
-                f"must be model_a or model_b, got {values['preference']!r}",
-                line=line,
-                field="preference",
-            )
-        prompt, criterion = values["prompt_id"], values["criterion"]
-        qid_raw = record.get("question_id")
-        qid = (
-            question_id_for(prompt, criterion)
-            if qid_raw is None or qid_raw == ""
-            else _text(qid_raw, line=line, field="question_id")
-        )
-        if skipped is not None and (qid in seen_qid or (prompt, criterion) in seen_cell):
-            first = seen_qid.get(qid) or seen_cell[prompt, criterion]
-            skipped.append(f"line {line}: row {qid!r} repeats line {first}; the first is kept")
-            continue
-        if qid in seen_qid:
-            raise DatasetFileError(
-                f"duplicate question id {qid!r} (first on line {seen_qid[qid]})",
-                line=line,
-                field="question_id",
-            )
-        if (prompt, criterion) in seen_cell:
-            raise DatasetFileError(
-                f"prompt {prompt!r} already has a row for criterion {criterion!r} "
-                f"(line {seen_cell[prompt, criterion]})",
-                line=line,
-                field="criterion",
-            )
-        if prompt_split.setdefault(prompt, values["split"]) != values["split"]:
-            raise DatasetFileError(
-                f"prompt {prompt!r} is in split {prompt_split[prompt]!r} on an earlier line",
-                line=line,
-                field="split",
-            )
-        seen_qid[qid] = line
-        seen_cell[prompt, criterion] = line
-        columns["question_id"].append(qid)
-        for f in REQUIRED:
-            columns[f].append(values[f])
-    if not columns["question_id"]:
+    rows = _kept_rows((_row(line, record) for line, record in records), skipped)
+    if not rows:
         raise DatasetFileError(f"{source or 'the dataset'} has no rows")
-    return ScoreInput(**{k: np.array(v, dtype=str) for k, v in columns.items()})
+    out = ScoreInput(**{f: np.array([getattr(r, f) for r in rows], dtype=str) for f in FIELDS})
+    out.warnings.extend(dataset_warnings(out, lambda i: f"line {rows[i].line}"))
+    return out
+
+
+def _kept_rows(rows: Iterable[_Row], skipped: list[str] | None) -> list[_Row]:
+    """The rows without repeats, by the rules of ``rows_from_records``."""
+    kept: dict[tuple[str, str, str], _Row] = {}  # (split, prompt, criterion) -> its row
+    seen_qid: dict[tuple[str, str], int] = {}  # (split, question id) -> first line
+    for row in rows:
+        line, qid = row.line, row.question_id
+        first = seen_qid.get((row.split, qid))
+        if first is not None:
+            if skipped is None:
+                message = f"duplicate question id {qid!r} (first on line {first})"
+                raise DatasetFileError(message, line=line, field="question_id")
+            skipped.append(
+                f"line {line}: row {qid!r} repeats the question id of line {first}; "
+                "the first is kept"
+            )
+            continue
+        seen_qid[row.split, qid] = line
+        earlier = kept.get((row.split, row.prompt_id, row.criterion))
+        if earlier is not None:
+            if skipped is None:
+                message = (
+                    f"prompt {row.prompt_id!r} already has a row for criterion "
+                    f"{row.criterion!r} (line {earlier.line})"
+                )
+                raise DatasetFileError(message, line=line, field="criterion")
+            skipped.append(
+                f"line {earlier.line}: row {earlier.question_id!r} is replaced by line {line} "
+                f"(row {qid!r}, the same prompt and criterion); the last is kept"
+            )
+        kept[row.split, row.prompt_id, row.criterion] = row
+    return list(kept.values())
+
+
+def _named(items: list[str]) -> str:
+    shown = ", ".join(items[:LISTED])
+    return shown if len(items) <= LISTED else f"{shown} and {len(items) - LISTED} more"
+
+
+def _in_two_splits(keys: np.ndarray, split: np.ndarray) -> dict[str, dict[str, int]]:
+    """Keys with rows in more than one split: key -> split -> position of its first row there."""
+    combined = np.char.add(np.char.add(keys, "\x1f"), split)
+    _, first = np.unique(combined, return_index=True)
+    first.sort()
+    names, counts = np.unique(keys[first], return_counts=True)
+    several = set(names[counts > 1].tolist())
+    out: dict[str, dict[str, int]] = {}
+    for i in first.tolist():
+        if keys[i] in several:
+            out.setdefault(str(keys[i]), {})[str(split[i])] = i
+    return out
+
+
+def dataset_warnings(rows: ScoreInput, where: Callable[[int], str]) -> list[str]:
+    """What the rows hold that scores as published but deserves a look; ``where(i)`` names row i.
+
+    Human tie labels, prompts with rows in both splits, and question ids naming a row in each.
+    """
+    out = []
+    ties = np.flatnonzero(rows.preference == TIE_LABEL).tolist()
+    if ties:
+        named = _named([where(i) for i in ties])
+        out.append(
+            f"{counted(len(ties), 'row')} with a human tie label ({named}): a tie equals no "
+            "verdict of a judge, so each counts as wrong, as in the published evaluation, and it "
+            "is in no conflicting criterion pair"
+        )
+    for keys, noun, effect in (
+        (rows.prompt_id, "prompt", "each split scores its own rows of it"),
+        (
+            rows.question_id,
+            "question id",
+            "a predictions line for it says which row with its split (or read one split only)",
+        ),
+    ):
+        both = _in_two_splits(keys, rows.split)
+        if both:
+            named = [
+                f"{key!r} ({', '.join(f'{s} at {where(i)}' for s, i in firsts.items())})"
+                for key, firsts in both.items()
+            ]
+            out.append(
+                f"{counted(len(both), noun)} with rows in both splits, accepted as the published "
+                f"evaluation reads each split on its own: {_named(named)}; {effect}"
+            )
+    return out
 
 
 def _jsonl_records(path: Path):
@@ -200,12 +296,13 @@ def rows_from_version(version: Any) -> ScoreInput:
     """The rows of one of our DatasetVersions (its frozen DatasetRow records)."""
     from aggregation.models import DatasetRow
 
-    fields = ("question_id", "prompt_id", "split", "criterion", "preference")
-    values = list(DatasetRow.objects.filter(version=version).order_by("id").values_list(*fields))
+    values = list(DatasetRow.objects.filter(version=version).order_by("id").values_list(*FIELDS))
     if not values:
         raise DatasetFileError(f"dataset version {version} has no rows")
     columns = list(zip(*values, strict=True))
-    return ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(fields, columns, strict=True)})
+    rows = ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(FIELDS, columns, strict=True)})
+    rows.warnings.extend(dataset_warnings(rows, lambda i: f"row {str(rows.question_id[i])!r}"))
+    return rows
 
 
 def contested_from_version(version: Any) -> list[tuple[str, str, str, str]]:
@@ -227,7 +324,8 @@ def contested_from_version(version: Any) -> list[tuple[str, str, str, str]]:
 def resolve_dataset(spec: str, *, skipped: list[str] | None = None) -> tuple[ScoreInput, str]:
     """Rows and a label for ``spec``: row files (comma-separated), ``PROJECT:vN`` or a version id.
 
-    ``skipped``: see ``rows_from_records`` (files only; a version has no repeated rows).
+    ``skipped``: see ``rows_from_records`` (files only; a version has no repeated rows). What the
+    rows hold that is scored but worth a look is in the result's ``warnings``.
     """
     import re
 

@@ -6,7 +6,12 @@ raw text in ``output`` or ``critic`` (the field of the official judge outputs), 
 ``parse_judge_output`` with the published rule; ``run`` (default 1) numbers repeated runs of the
 judge and ``judge`` may name it. A ``split`` field may use any spelling ``split_key`` accepts.
 A prediction that cannot be read is kept as ``invalid`` (it counts as wrong) and listed in
-``unparsable``.
+``unparsable``. The per-sample log lmms-eval writes for its ``multi_crit`` tasks
+(``--log_samples``) is read too, recognised by its first line (``judging.lmms_eval_log``).
+
+A question id (or prompt and criterion) that names a row in each split of the dataset (a prompt
+in two splits) is resolved by the line's ``split``, or by the ``split`` read; a line that gives
+neither is an error.
 
 A scalar judge's file gives scores instead of verdicts, in one of two row formats (one per file,
 never mixed with verdict lines): ``score_a`` and ``score_b`` on the row's line (a reward model
@@ -49,6 +54,7 @@ from annotation.importing.limits import (
 from annotation.splits import split_key
 from core.text import counted
 from judging.errors import PredictionsFileError, PredictionsFileRejected
+from judging.lmms_eval_log import SampleLog, looks_like_sample_log
 from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B, TIE_LABEL, ScoreInput
 from judging.parsing import parse_judge_output, tie_margin_problem, verdicts_from_scores
 
@@ -65,6 +71,26 @@ _RESPONSE_SIDE = {"a": 0, "model_a": 0, "1": 0, "b": 1, "model_b": 1, "2": 1}
 RUN_MAX = 32767
 _EXCERPT = 200
 _PROGRESS_EVERY = 10_000
+#: How much of a file's first line is read to tell its format (an lmms-eval line is long).
+_FIRST_LINE_CHARS = 1_000_000
+_BLANK_LINES_PASSED = 100
+SAMPLE_LOG = "lmms_eval"
+
+
+class AmbiguousRow(LookupError):
+    """A key that names a row in each split, given without a split."""
+
+
+def _in_splits(keys: Sequence[Any], splits: list[str]) -> dict[tuple[str, Any], int]:
+    """(split, key) -> position, for the keys with rows in more than one split only."""
+    first: dict[str, int] = {}
+    out: dict[tuple[str, str], int] = {}
+    for i, (key, split) in enumerate(zip(keys, splits, strict=True)):
+        j = first.setdefault(key, i)
+        if splits[j] != split:
+            out[splits[j], key] = j
+            out.setdefault((split, key), i)
+    return out
 
 
 class DatasetIndex:
@@ -72,7 +98,8 @@ class DatasetIndex:
 
     ``contested`` rows (question_id, prompt_id, split, criterion) of the version's contested
     split follow the scored rows (positions ``n_rows`` and up): a prediction for one is read
-    and kept apart (``ParsedPredictions.contested``), never scored.
+    and kept apart (``ParsedPredictions.contested``), never scored. A key with a row in each
+    split is found with ``find_qid`` / ``find_cell`` and the split.
     """
 
     def __init__(self, rows: ScoreInput, contested: Sequence[tuple[str, str, str, str]] = ()):
@@ -81,6 +108,10 @@ class DatasetIndex:
         self.by_qid = rows.index()
         self.split = rows.split.tolist()
         self.question_id = rows.question_id.tolist()
+        #: (split, question id) -> position, for the ids with a row in each split.
+        self.qid_in_split = (
+            _in_splits(self.question_id, self.split) if len(self.by_qid) < self.n_rows else {}
+        )
         self.contested = list(contested)
         if self.contested:
             self.by_qid = dict(self.by_qid)  # the rows' cached index stays as it is
@@ -89,18 +120,36 @@ class DatasetIndex:
                 self.split.append(split)
                 self.question_id.append(qid)
 
-    @cached_property
+    @property
     def by_cell(self) -> dict[tuple[str, str], int]:
         """(prompt_id, criterion) -> position, built only for files that address rows that way."""
-        cells = {
-            (p, c): i
-            for i, (p, c) in enumerate(
-                zip(self.rows.prompt_id.tolist(), self.rows.criterion.tolist(), strict=True)
-            )
-        }
+        return self._cells[0]
+
+    @cached_property
+    def _cells(self) -> tuple[dict[tuple[str, str], int], dict[tuple[str, Any], int]]:
+        """``by_cell``, and (split, (prompt_id, criterion)) -> position for cells in two splits."""
+        keys = list(zip(self.rows.prompt_id.tolist(), self.rows.criterion.tolist(), strict=True))
+        cells = {key: i for i, key in enumerate(keys)}
+        in_split = _in_splits(keys, self.split[: self.n_rows]) if len(cells) < self.n_rows else {}
         for i, (_, prompt, _, criterion) in enumerate(self.contested):
             cells.setdefault((prompt, criterion), self.n_rows + i)
-        return cells
+        return cells, in_split
+
+    def find_qid(self, qid: str, split: str | None) -> int | None:
+        """The position of row ``qid``, in ``split`` when the id names a row in each split."""
+        return self._find(qid, split, self.by_qid, self.qid_in_split)
+
+    def find_cell(self, prompt: str, criterion: str, split: str | None) -> int | None:
+        """The position of the row of ``prompt`` and ``criterion`` (in ``split``, as find_qid)."""
+        return self._find((prompt, criterion), split, *self._cells)
+
+    def _find(self, key: Any, split: str | None, table: dict, in_split: dict) -> int | None:
+        pos = table.get(key)
+        if pos is None or pos >= self.n_rows or (self.split[pos], key) not in in_split:
+            return pos
+        if split is None:
+            raise AmbiguousRow(key)
+        return in_split.get((split, key), pos)
 
     def __len__(self) -> int:
         return self.n_rows + len(self.contested)
@@ -135,6 +184,8 @@ class ParsedPredictions:
     #: Labels per run on the contested rows (``DatasetIndex.contested`` order), never scored.
     contested: dict[int, np.ndarray] = field(default_factory=dict)
     contested_scores: dict[int, np.ndarray] = field(default_factory=dict)
+    #: What the dataset rows hold that scores but deserves a look (``ScoreInput.warnings``).
+    dataset_warnings: list[str] = field(default_factory=list)
 
     @property
     def run_indices(self) -> list[int]:
@@ -166,7 +217,7 @@ class ParsedPredictions:
                 {"line": u.line, "run": u.run, "question_id": u.question_id, "text": u.text}
                 for u in listed
             ],
-            "warnings": list(self.warnings),
+            "warnings": [*self.warnings, *self.dataset_warnings],
         }
 
 
@@ -203,18 +254,25 @@ def _line_count(handle: IO[str]) -> int:
 
 
 def _detect_format(handle: IO[str], name: str) -> str:
+    """``csv``, ``jsonl`` or ``SAMPLE_LOG`` (an lmms-eval samples log, told by its first line)."""
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
         return "csv"
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
     start = handle.tell()
     try:
-        head = handle.read(4096).lstrip()
+        head = handle.readline(_FIRST_LINE_CHARS)
+        for _ in range(_BLANK_LINES_PASSED):
+            if not head or head.strip():
+                break
+            head = handle.readline(_FIRST_LINE_CHARS)
     except UnicodeDecodeError as exc:
         raise PredictionsFileError(f"the file is not UTF-8 text ({exc.reason})") from None
     handle.seek(start)
-    return "jsonl" if head.startswith("{") else "csv"
+    if looks_like_sample_log(head):
+        return SAMPLE_LOG
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    return "jsonl" if head.lstrip().startswith("{") else "csv"
 
 
 #: A line of the file: its record, or the error that makes it unreadable (the read goes on).
@@ -454,9 +512,11 @@ def read_predictions(
         """Align one line to its row; raise PredictionsFileError for a bad line."""
         nonlocal judge, judge_line, accepted
         qid = record.get("question_id")
+        own_split = record.get("split")
+        hint = split if _blank(own_split) else split_key(own_split)
         if not _blank(qid):
             qid = str(qid).strip()
-            pos = index.by_qid.get(qid)
+            pos = find(index.find_qid, qid, hint, line=line)
             id_field = "question_id"
             if pos is None:
                 reject("unknown", f"unknown question id {qid!r}", line=line, field_name=id_field)
@@ -471,7 +531,7 @@ def read_predictions(
                     field="question_id" if _blank(prompt) and _blank(criterion) else missing_field,
                 )
             prompt, criterion = str(prompt).strip(), str(criterion).strip()
-            pos = index.by_cell.get((prompt, criterion))
+            pos = find(index.find_cell, prompt, criterion, hint, line=line)
             if pos is None:
                 reject(
                     "unknown",
@@ -482,7 +542,6 @@ def read_predictions(
                 return
             qid = index.question_id[pos]
         row_split = index.split[pos]
-        own_split = record.get("split")
         if not _blank(own_split) and split_key(own_split) != row_split:
             raise PredictionsFileError(
                 f"row {qid!r} is in split {row_split!r}, the line says {own_split!r}",
@@ -554,6 +613,17 @@ def read_predictions(
         first_line[run, pos] = line
         accepted += 1
 
+    def find(lookup: Callable[..., int | None], *args: Any, line: int) -> int | None:
+        try:
+            return lookup(*args)
+        except AmbiguousRow:
+            names = " and ".join(repr(a) for a in args[:-1])
+            raise PredictionsFileError(
+                f"{names} names a row in each split; give the line a split (or read one split)",
+                line=line,
+                field="split",
+            ) from None
+
     def note_kind(kind: str, line: int, field_name: str) -> None:
         kind_line.setdefault(kind, line)
         other = "verdicts" if kind == "scores" else "scores"
@@ -590,9 +660,11 @@ def read_predictions(
         accepted += 1
 
     total_lines = _line_count(handle) if progress is not None else None
+    sample_log = SampleLog()
     with handle:
         fmt = _detect_format(handle, name)
-        records = _checked(_jsonl_lines(handle) if fmt == "jsonl" else _csv_lines(handle))
+        lines_read = _csv_lines(handle) if fmt == "csv" else _jsonl_lines(handle)
+        records = _checked(sample_log.records(lines_read) if fmt == SAMPLE_LOG else lines_read)
         try:
             for line, record in records:
                 lines += 1
@@ -650,7 +722,7 @@ def read_predictions(
         f"{counted(len(items), 'line')} {labels[kind]} skipped (first: {items[0]})"
         for kind, items in skipped.items()
         if items
-    ]
+    ] + sample_log.warnings()
     counts = {
         "lines": lines,
         "accepted": accepted,
@@ -673,4 +745,5 @@ def read_predictions(
         ties=ties,
         contested=contested if index.contested else {},
         contested_scores=contested_scores if index.contested else {},
+        dataset_warnings=list(index.rows.warnings),
     )

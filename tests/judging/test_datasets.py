@@ -78,7 +78,7 @@ def test_parquet_with_embedded_images(tmp_path):
 
 
 def test_parquet_errors_name_the_row_and_column(tmp_path):
-    records = [row("p1", "clarity"), row("p1", "completeness", "tie")]
+    records = [row("p1", "clarity"), row("p1", "completeness", "A")]
     pq.write_table(
         pa.table({k: [r[k] for r in records] for k in records[0]}), tmp_path / "d.parquet"
     )
@@ -110,7 +110,7 @@ def test_parquet_errors_name_the_row_and_column(tmp_path):
             "criterion",
             "missing",
         ),
-        ([row("p1", "clarity", "tie")], 1, "preference", "model_a or model_b, got 'tie'"),
+        ([row("p1", "clarity", "Tie")], 1, "preference", "model_a, model_b or tie, got 'Tie'"),
         ([row("p1", "clarity", "A")], 1, "preference", "got 'A'"),
         ([{**row("p1", "clarity"), "split": "train"}], 1, "split", "unknown split 'train'"),
         ([row("p1", "clarity"), row("p1", "clarity")], 2, "question_id", "first on line 1"),
@@ -119,12 +119,6 @@ def test_parquet_errors_name_the_row_and_column(tmp_path):
             2,
             "criterion",
             "already has a row for criterion 'clarity'",
-        ),
-        (
-            [row("p1", "clarity"), {**row("p1", "logic"), "split": "reasoning"}],
-            2,
-            "split",
-            "is in split 'open_ended'",
         ),
         ([{**row("p1", "clarity"), "prompt_id": ["x"]}], 1, "prompt_id", "must be a string"),
         ([["not", "an", "object"]], 1, None, "JSON object"),
@@ -192,3 +186,100 @@ def test_resolve_dataset(project):
     DatasetVersion.objects.create(project=project, number=5, status=DatasetVersion.Status.READY)
     with pytest.raises(DatasetFileError, match="has no rows"):
         resolve_dataset("test-project:v5")
+
+
+def test_a_human_tie_is_read_with_a_warning_naming_its_lines(tmp_path):
+    records = [row("p1", "clarity"), row("p1", "completeness", "tie"), row("p2", "clarity", "tie")]
+    rows = load_rows_file(write_jsonl(tmp_path / "d.jsonl", records))
+    assert rows.preference.tolist() == ["model_a", "tie", "tie"]
+    assert rows.warnings == [
+        "2 rows with a human tie label (line 2, line 3): a tie equals no verdict of a judge, so "
+        "each counts as wrong, as in the published evaluation, and it is in no conflicting "
+        "criterion pair"
+    ]
+    pq.write_table(
+        pa.table({k: [r[k] for r in records] for k in records[0]}), tmp_path / "d.parquet"
+    )
+    from_parquet = load_rows_file(tmp_path / "d.parquet")
+    assert from_parquet.preference.tolist() == ["model_a", "tie", "tie"]
+    assert from_parquet.warnings == rows.warnings
+    assert load_rows_file(write_jsonl(tmp_path / "e.jsonl", records[:1])).warnings == []
+
+
+def test_a_prompt_in_two_splits_is_read_with_a_warning(tmp_path):
+    records = [
+        row("p1", "clarity"),
+        {**row("p1", "logic"), "split": "reasoning"},
+        {**row("p1", "hallucination"), "question_id": "p1__hallucination__o"},
+        {**row("p1", "hallucination"), "split": "reasoning"},
+        row("p2", "clarity"),
+    ]
+    rows = load_rows_file(write_jsonl(tmp_path / "d.jsonl", records))
+    assert rows.split.tolist()[:4] == ["open_ended", "reasoning", "open_ended", "reasoning"]
+    assert rows.warnings == [
+        "1 prompt with rows in both splits, accepted as the published evaluation reads each "
+        "split on its own: 'p1' (open_ended at line 1, reasoning at line 2); each split scores "
+        "its own rows of it"
+    ]
+    # the same question id in each split: both rows kept, and the warning says how to address it
+    records[2] = row("p1", "hallucination")
+    rows = load_rows_file(write_jsonl(tmp_path / "e.jsonl", records))
+    assert rows.question_id.tolist().count("p1__hallucination") == 2
+    assert rows.warnings[1] == (
+        "1 question id with rows in both splits, accepted as the published evaluation reads "
+        "each split on its own: 'p1__hallucination' (open_ended at line 3, reasoning at line 4); "
+        "a predictions line for it says which row with its split (or read one split only)"
+    )
+
+
+def test_repeats_are_per_split(tmp_path):
+    records = [row("p1", "hallucination"), {**row("p1", "hallucination"), "split": "reasoning"}]
+    rows = load_rows_file(write_jsonl(tmp_path / "d.jsonl", records))
+    assert len(rows) == 2  # the same prompt and criterion in two splits is no repeat
+
+
+def test_lenient_repeats_keep_the_first_question_id_and_the_last_cell(tmp_path):
+    records = [
+        {**row("p1", "clarity"), "question_id": "x"},  # 1: replaced by line 2 (same cell)
+        {**row("p1", "clarity", "model_b"), "question_id": "y"},  # 2: kept for p1/clarity
+        {**row("p1", "logic", "model_b"), "question_id": "x"},  # 3: id x seen on line 1: out
+        {**row("p1", "logic"), "question_id": "y"},  # 4: id y seen on line 2: out
+        {**row("p2", "clarity"), "question_id": "z"},  # 5: kept
+        {**row("p2", "clarity", "model_b"), "question_id": "z"},  # 6: id z seen: out
+    ]
+    path = write_jsonl(tmp_path / "d.jsonl", records)
+    skipped: list[str] = []
+    rows = load_rows_file(path, skipped=skipped)
+    assert rows.question_id.tolist() == ["y", "z"]
+    assert rows.preference.tolist() == ["model_b", "model_a"]
+    assert skipped == [
+        "line 1: row 'x' is replaced by line 2 (row 'y', the same prompt and criterion); "
+        "the last is kept",
+        "line 3: row 'x' repeats the question id of line 1; the first is kept",
+        "line 4: row 'y' repeats the question id of line 2; the first is kept",
+        "line 6: row 'z' repeats the question id of line 5; the first is kept",
+    ]
+    with pytest.raises(DatasetFileError, match="already has a row for criterion") as err:
+        load_rows_file(path)
+    assert (err.value.line, err.value.field) == (2, "criterion")
+
+
+def test_lenient_repeats_across_shards_name_the_files(tmp_path):
+    first = write_jsonl(tmp_path / "a.jsonl", [row("p1", "clarity")])
+    second = write_jsonl(tmp_path / "b.jsonl", [row("p1", "clarity", "model_b")])
+    skipped: list[str] = []
+    rows, label = resolve_dataset(f"{first},{second}", skipped=skipped)
+    assert label == "a.jsonl,b.jsonl"
+    assert rows.preference.tolist() == ["model_a"]
+    assert skipped == [
+        "line 1 of b.jsonl: row 'p1__clarity' repeats the question id of line 1 of a.jsonl; "
+        "the first is kept"
+    ]
+
+
+@pytest.mark.django_db
+def test_version_rows_with_a_tie_warn_by_question_id(project):
+    records = (row("s1", "completeness"), row("s1", "clarity", "tie"))
+    rows = rows_from_version(version_from_records(project, records, number=7))
+    assert rows.preference.tolist() == ["model_a", "tie"]
+    assert rows.warnings[0].startswith("1 row with a human tie label (row 's1__clarity'): ")

@@ -8,6 +8,7 @@ import re
 from collections import defaultdict
 from itertools import combinations
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 
@@ -18,6 +19,11 @@ from tests.published_data import (
     write_jsonl,
     write_parquet,
 )
+
+
+def pct(values: list) -> float:
+    """round(100 * mean, 2) of a NumPy mean, as the published code computes a figure."""
+    return float(round(np.mean(values) * 100, 2))
 
 
 def reference_scores(rows: list[dict], outputs: list[dict]) -> dict[str, dict]:
@@ -44,7 +50,7 @@ def reference_scores(rows: list[dict], outputs: list[dict]) -> dict[str, dict]:
             pred = verdict(critic.get(row["question_id"]))
             by_criterion[row["criterion"]].append(pred == row["preference"])
             by_prompt[row["prompt_id"]].append((row["preference"], pred))
-        acc = {c: round(100 * (sum(v) / len(v)), 2) for c, v in by_criterion.items()}
+        acc = {c: pct(v) for c, v in by_criterion.items()}
         pacc = [all(h == p for h, p in items) for items in by_prompt.values()]
         pairs = matched = 0
         conflict_prompts = sensitive = 0
@@ -60,10 +66,13 @@ def reference_scores(rows: list[dict], outputs: list[dict]) -> dict[str, dict]:
             )
         out[split] = {
             "per_criterion": acc,
-            "avg": round(sum(acc.values()) / len(acc), 2),
-            "pacc": round(100 * (sum(pacc) / len(pacc)), 2),
-            "cmr": round(100 * (matched / pairs), 2) if pairs else None,
-            "tos": round(100 * (sensitive / conflict_prompts), 2) if conflict_prompts else None,
+            # round() of a NumPy mean rounds as NumPy does, as the published code's figures
+            "avg": float(round(np.mean(list(acc.values())), 2)),
+            "pacc": pct(pacc),
+            "cmr": pct([1] * matched + [0] * (pairs - matched)) if pairs else None,
+            "tos": pct([1] * sensitive + [0] * (conflict_prompts - sensitive))
+            if conflict_prompts
+            else None,
         }
     return out
 
@@ -175,4 +184,21 @@ def test_lenient_keeps_the_first_of_a_repeated_dataset_row(tmp_path):
         score(str(data), str(path))
     payload, err = score(str(data), str(path), "--lenient")
     assert ours(payload, "judge") == reference_scores(rows, outputs)
-    assert f"1 repeated dataset rows skipped, the first kept (first: line {len(rows) + 1}" in err
+    assert "1 repeated dataset row left out (a repeated question id keeps its first row" in err
+    assert f"first: line {len(rows) + 1}: row {rows[0]['question_id']!r} repeats" in err
+
+
+def test_lenient_keeps_the_last_row_of_a_repeated_prompt_and_criterion(tmp_path):
+    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in published_rows(4, 2)]
+    flipped = "model_b" if rows[0]["preference"] == "model_a" else "model_a"
+    later = {**rows[0], "question_id": "again", "preference": flipped}
+    data = write_jsonl([*rows, later], tmp_path / "rows.jsonl")
+    outputs = [*critic_lines(rows, seed=3), {"question_id": "again", "critic": "Response 1 is..."}]
+    path = write_jsonl(outputs, tmp_path / "judge.jsonl")
+    payload, err = score(str(data), str(path), "--lenient")
+    # the published code files rows by prompt, then criterion: the later row replaces the first
+    kept = [later, *rows[1:]]
+    assert ours(payload, "judge") == reference_scores(kept, outputs)
+    assert f"first: line 1: row {rows[0]['question_id']!r} is replaced by line" in err
+    # the first row's prediction names a row that is no longer there: skipped as unknown
+    assert "1 line with an unknown id skipped" in err

@@ -30,7 +30,8 @@ class Command(BaseCommand):
     help = (
         "Score judges on a dataset: DATASET is a file in the published Multi-Crit row format "
         "(JSONL or Parquet; several shards comma-separated), PROJECT:vN or a dataset version id; "
-        "one PREDICTIONS file per judge (prediction, output or critic field)."
+        "one PREDICTIONS file per judge (prediction, output or critic field, or an lmms-eval "
+        "multi_crit samples log)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -40,9 +41,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--lenient",
             action="store_true",
-            help="Skip unknown ids, duplicates and rows of another split with a warning; a "
-            "repeated question id keeps its first line (dataset and predictions), as the "
-            "published evaluation does.",
+            help="Skip unknown ids, duplicates and rows of another split with a warning, keeping "
+            "what the published evaluation keeps: a repeated question id keeps its first line "
+            "(dataset and predictions); a dataset row repeating the prompt and criterion of an "
+            "earlier row under another question id replaces it (the last is kept). Repeats are "
+            "counted within a split.",
         )
         parser.add_argument("--split", choices=SPLIT_ORDER, help="Score one split only.")
         parser.add_argument(
@@ -75,9 +78,12 @@ class Command(BaseCommand):
             raise CommandError(f"{options['dataset']}: {exc}") from None
         if skipped:
             self.stderr.write(
-                f"{label}: warning: {len(skipped)} repeated dataset rows skipped, the first kept "
-                f"(first: {skipped[0]})"
+                f"{label}: warning: {counted(len(skipped), 'repeated dataset row')} left out "
+                f"(a repeated question id keeps its first row, a repeated prompt and criterion "
+                f"its last; first: {skipped[0]})"
             )
+        for warning in rows.warnings:
+            self.stderr.write(f"{label}: warning: {warning}")
         if options["split"] and options["split"] not in rows.splits:
             raise CommandError(f"{label} has no rows of split {options['split']!r}")
         index = DatasetIndex(rows)
