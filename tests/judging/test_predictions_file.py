@@ -346,3 +346,62 @@ def test_the_listed_problems_stop_at_the_cap_and_the_rest_are_counted(tmp_path, 
         read_predictions(jsonl(tmp_path, lines), dataset_index=index)
     assert (len(err.value.problems), err.value.more, err.value.count) == (10, 2, 12)
     assert str(err.value).endswith("(and 11 more errors)")
+
+
+def _two_split_rows(tmp_path: Path):
+    """Prompt p in both splits, with hallucination in each under one question id."""
+    records = [
+        {"question_id": "p__h", "prompt_id": "p", "split": "open_ended", "criterion": "h"},
+        {"question_id": "p__c", "prompt_id": "p", "split": "open_ended", "criterion": "c"},
+        {"question_id": "p__h", "prompt_id": "p", "split": "reasoning", "criterion": "h"},
+        {"question_id": "q__h", "prompt_id": "q", "split": "reasoning", "criterion": "h"},
+    ]
+    prefs = ["model_a", "tie", "model_b", "model_a"]
+    path = jsonl(
+        tmp_path, [{**r, "preference": x} for r, x in zip(records, prefs, strict=True)], "d.jsonl"
+    )
+    return load_rows_file(path)
+
+
+def test_a_key_with_a_row_in_each_split_is_resolved_by_the_split(tmp_path):
+    rows = _two_split_rows(tmp_path)
+    index = DatasetIndex(rows)
+    lines = [
+        {"question_id": "p__h", "split": "open-ended", "prediction": "A"},
+        {"question_id": "p__h", "split": "reasoning", "prediction": "B"},
+        {"prompt_id": "p", "criterion": "c", "prediction": "A"},  # one row only: no split needed
+        {"question_id": "q__h", "prediction": "B"},
+    ]
+    parsed = read_predictions(jsonl(tmp_path, lines), dataset_index=index)
+    assert parsed.run_list()[0].tolist() == ["model_a", "model_a", "model_b", "model_b"]
+    by_cell = [
+        {"prompt_id": "p", "criterion": "h", "split": s, "prediction": "A"}
+        for s in (
+            "open_ended",
+            "reasoning",
+        )
+    ]
+    parsed = read_predictions(jsonl(tmp_path, by_cell, "cells.jsonl"), dataset_index=index)
+    assert parsed.run_list()[0].tolist() == ["model_a", None, "model_a", None]
+    # without a split the line is an error naming it, unless one split is read
+    bare = [{"question_id": "p__h", "prediction": "A"}, {"prompt_id": "p", "criterion": "h"}]
+    with pytest.raises(PredictionsFileRejected) as err:
+        read_predictions(jsonl(tmp_path, bare, "bare.jsonl"), dataset_index=index)
+    assert [(p.line, p.field) for p in err.value.problems] == [(1, "split"), (2, "split")]
+    assert "'p__h' names a row in each split; give the line a split" in str(err.value)
+    assert "'p' and 'h' names a row in each split" in err.value.problems[1].message
+    parsed = read_predictions(
+        jsonl(tmp_path, bare[:1], "one.jsonl"), dataset_index=index, split="reasoning"
+    )
+    assert parsed.run_list()[0].tolist() == [None, None, "model_a", None]
+
+
+def test_dataset_warnings_reach_the_run_stats(tmp_path):
+    rows = _two_split_rows(tmp_path)
+    assert len(rows.warnings) == 3  # the tie, prompt p and question id p__h in both splits
+    lines = [{"question_id": "q__h", "prediction": "A"}]
+    parsed = read_predictions(jsonl(tmp_path, lines), dataset_index=DatasetIndex(rows))
+    assert parsed.warnings == []
+    assert parsed.dataset_warnings == rows.warnings
+    assert parsed.stats()["warnings"] == rows.warnings
+    assert parsed.stats(1)["warnings"][0].startswith("1 row with a human tie label (line 2)")
