@@ -221,3 +221,67 @@ def test_errors(tmp_path):
     ]
     with pytest.raises(CommandError, match="--n-boot must be 0 or more"):
         run(ROWS, ALPHA, "--n-boot", "-1")
+
+
+def _rows_with_a_tie_and_a_prompt_in_two_splits(tmp_path: Path) -> Path:
+    rows = [
+        ("p", "open_ended", "completeness", "model_a"),
+        ("p", "open_ended", "clarity", "model_b"),
+        ("p", "open_ended", "hallucination", "tie"),
+        ("p", "reasoning", "logic", "model_a"),
+        ("p", "reasoning", "efficiency", "model_a"),
+        ("q", "reasoning", "logic", "model_b"),
+        ("q", "reasoning", "efficiency", "tie"),
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"prompt_id": p, "split": s, "criterion": c, "preference": x}) + "\n"
+            for p, s, c, x in rows
+        )
+    )
+    return path
+
+
+def test_a_tie_and_a_prompt_in_two_splits_are_scored_with_warnings(tmp_path):
+    data = _rows_with_a_tie_and_a_prompt_in_two_splits(tmp_path)
+    verdicts = {
+        "p__completeness": 1,
+        "p__clarity": 2,
+        "p__hallucination": 1,
+        "p__logic": 1,
+        "p__efficiency": 1,
+        "q__logic": 2,
+        "q__efficiency": 2,
+    }
+    judge = tmp_path / "judge.jsonl"
+    judge.write_text(
+        "".join(
+            json.dumps({"question_id": q, "critic": f"Because.\nResponse 0{n} is better."}) + "\n"
+            for q, n in verdicts.items()
+        )
+    )
+    out, err = run(str(data), str(judge), "--format", "json", "--n-boot", "0")
+    assert (
+        "rows.jsonl: warning: 2 rows with a human tie label (line 3, line 7): a tie equals no "
+        "verdict of a judge, so each counts as wrong"
+    ) in err
+    assert (
+        "rows.jsonl: warning: 1 prompt with rows in both splits, accepted as the published "
+        "evaluation reads each split on its own: 'p' (open_ended at line 1, reasoning at line 4)"
+    ) in err
+    scores = json.loads(out)["judges"]["judge"]["scores"]
+    open_ended, reasoning = scores["open_ended"], scores["reasoning"]
+    # open-ended: p's tie row is wrong, so p is not all correct; its A/B pair is matched
+    assert open_ended["overall"]["value"] == 66.67
+    headline = [open_ended[k]["value"] for k in ("pacc", "cmr", "tos", "avg")]
+    assert headline == [0.0, 100.0, 100.0, 66.67]
+    # reasoning: p (logic, efficiency) all correct; q's tie row is wrong and conflicts with none
+    assert reasoning["pacc"] == {"value": 50.0, "ci": None, "correct_prompts": 1, "prompts": 2}
+    assert reasoning["counts"]["conflict_pairs"] == 0
+    assert reasoning["tos"]["value"] is None and reasoning["cmr"]["value"] is None
+    assert reasoning["per_criterion"]["efficiency"]["acc"] == 50.0
+    assert reasoning["avg"]["value"] == 75.0
+    # the warnings are on the parse stats too
+    parse = json.loads(out)["judges"]["judge"]["parse"]
+    assert parse["warnings"][0].startswith("2 rows with a human tie label")
