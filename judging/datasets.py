@@ -19,7 +19,7 @@ What the published evaluation scores is scored here too, with a warning on the r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,9 +107,15 @@ def rows_from_records(
     rows = _kept_rows((_row(line, record) for line, record in records), skipped)
     if not rows:
         raise DatasetFileError(f"{source or 'the dataset'} has no rows")
-    out = ScoreInput(**{f: np.array([getattr(r, f) for r in rows], dtype=str) for f in FIELDS})
+    out = _score_input([[getattr(r, f) for r in rows] for f in FIELDS])
     out.warnings.extend(dataset_warnings(out, lambda i: f"line {rows[i].line}"))
     return out
+
+
+def _score_input(columns: Sequence[Sequence[str]]) -> ScoreInput:
+    """Rows from their columns in ``FIELDS`` order."""
+    question_id, prompt_id, split, criterion, preference = (np.array(c, dtype=str) for c in columns)
+    return ScoreInput(question_id, prompt_id, split, criterion, preference)
 
 
 def _kept_rows(rows: Iterable[_Row], skipped: list[str] | None) -> list[_Row]:
@@ -188,13 +194,13 @@ def dataset_warnings(rows: ScoreInput, where: Callable[[int], str]) -> list[str]
     ):
         both = _in_two_splits(keys, rows.split)
         if both:
-            named = [
+            keys_named = [
                 f"{key!r} ({', '.join(f'{s} at {where(i)}' for s, i in firsts.items())})"
                 for key, firsts in both.items()
             ]
             out.append(
                 f"{counted(len(both), noun)} with rows in both splits, accepted as the published "
-                f"evaluation reads each split on its own: {_named(named)}; {effect}"
+                f"evaluation reads each split on its own: {_named(keys_named)}; {effect}"
             )
     return out
 
@@ -249,7 +255,7 @@ def load_rows_file(path: str | Path, *, skipped: list[str] | None = None) -> Sco
     raise DatasetFileError(f"{path.name}: expected a .jsonl or .parquet file")
 
 
-def load_rows_files(paths: list[str | Path], *, skipped: list[str] | None = None) -> ScoreInput:
+def load_rows_files(paths: Sequence[str | Path], *, skipped: list[str] | None = None) -> ScoreInput:
     """Rows of several dataset files (per-split or per-shard files of one release) as one set.
 
     Checked together: a question id or (prompt, criterion) in two files is an error naming the
@@ -281,6 +287,8 @@ def load_rows_files(paths: list[str | Path], *, skipped: list[str] | None = None
 class _Located(int):
     """A line number that prints with its file name (for the messages of several files)."""
 
+    file: str
+
     def __new__(cls, name: str, line: int) -> _Located:
         obj = super().__new__(cls, line)
         obj.file = name
@@ -300,7 +308,7 @@ def rows_from_version(version: Any) -> ScoreInput:
     if not values:
         raise DatasetFileError(f"dataset version {version} has no rows")
     columns = list(zip(*values, strict=True))
-    rows = ScoreInput(**{f: np.array(c, dtype=str) for f, c in zip(FIELDS, columns, strict=True)})
+    rows = _score_input(columns)
     rows.warnings.extend(dataset_warnings(rows, lambda i: f"row {str(rows.question_id[i])!r}"))
     return rows
 

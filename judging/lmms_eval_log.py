@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from annotation.importing.limits import JUDGE_OUTPUT_MAX_CHARS, json_loads, text_problem
 from core.text import counted
@@ -48,12 +48,18 @@ class RowRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    question_id: str | int | None = None
-    prompt_id: str | int | None = None
+    question_id: str | None = None
+    prompt_id: str | None = None
     criterion: str | None = None
     benchmark_type: str | None = None
     split: str | None = None
     parse_method: str | None = None
+
+    @field_validator("question_id", "prompt_id", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        """A numeric id is read as its text, as the task reads it (``str()``)."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     def names_a_row(self) -> bool:
         return self.question_id is not None or (
@@ -149,9 +155,9 @@ def _read(value: dict, line: int) -> tuple[dict, RowRecord]:
     record = _record(sample, line)
     out: dict[str, Any] = {"output": _raw_text(sample, line)}
     if record.question_id is not None:
-        out["question_id"] = str(record.question_id)
+        out["question_id"] = record.question_id
     else:
-        out["prompt_id"], out["criterion"] = str(record.prompt_id), record.criterion
+        out["prompt_id"], out["criterion"] = record.prompt_id, record.criterion
     split = record.benchmark_type or record.split or (sample.doc.split if sample.doc else None)
     if split:
         out["split"] = split
@@ -182,10 +188,10 @@ class SampleLog:
     def warnings(self) -> list[str]:
         if not self.verifier_lines:
             return []
-        first = ", ".join(str(n) for n in self.verifier_lines[:5])
+        lines = ", ".join(str(n) for n in self.verifier_lines[:5])
+        more = ", ..." if len(self.verifier_lines) > 5 else ""
         return [
-            f"{counted(len(self.verifier_lines), 'line')} of the lmms-eval log had no direct "
-            f"verdict and were read by lmms-eval's verifier model (lines {first}"
-            f"{', ...' if len(self.verifier_lines) > 5 else ''}); the published rule alone "
-            "reads them here, so unless their text has a verdict they count as wrong"
+            f"{counted(len(self.verifier_lines), 'line')} without a direct verdict ({lines}{more}):"
+            " lmms-eval read them with its verifier model; here the published rule alone reads"
+            " them, so they count as wrong"
         ]

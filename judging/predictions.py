@@ -695,10 +695,10 @@ def read_predictions(
     ties: dict[int, int] = {}
     kept = index.n_rows
     for run, pair in scores.items():
-        labels = verdicts_from_scores(pair[:, 0], pair[:, 1], tie_margin)
-        runs[run] = labels
+        verdicts = verdicts_from_scores(pair[:, 0], pair[:, 1], tie_margin)
+        runs[run] = verdicts
         raw_outputs[run] = {}
-        ties[run] = int((labels[:kept] == TIE_LABEL).sum())
+        ties[run] = int((verdicts[:kept] == TIE_LABEL).sum())
     contested = {r: a[kept:] for r, a in runs.items()}
     contested_scores = {r: a[kept:] for r, a in scores.items()}
     runs = {r: a[:kept] for r, a in runs.items()}

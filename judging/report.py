@@ -131,7 +131,7 @@ def split_table(payload: dict, split: str, *, runs: bool = False) -> tuple[list[
 
 
 def _split_title(payload: dict, split: str) -> str:
-    counts = next(
+    counts: dict = next(
         (j["scores"][split]["counts"] for j in payload["judges"].values() if split in j["scores"]),
         {},
     )
