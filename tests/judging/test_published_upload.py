@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from core.models import Job
 from judging.models import JudgeRun, Prediction, Scorecard
-from tests.judging.web_data import HAND_PREDICTIONS, A, jsonl, make_token
+from tests.judging.web_data import HAND_EXPECTED_OPEN, HAND_PREDICTIONS, A, jsonl, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +131,46 @@ def test_the_upload_summary_says_missing_rows_count_as_wrong(version, lead):
         "2 dataset rows without a prediction count as wrong."
     )
     assert result.run.stats["missing"] == 2
+
+
+def test_web_upload_of_an_lmms_eval_samples_log(
+    client, lead, version, django_capture_on_commit_callbacks
+):
+    """lmms-eval's --log_samples lines (metric records carry the row ids) upload as they are."""
+    lines = []
+    for doc_id, line in enumerate(critic_lines()):
+        qid = line["question_id"]
+        record = {
+            "question_id": qid,
+            "prompt_id": qid.split("__")[0],
+            "criterion": qid.split("__")[1],
+            "benchmark_type": "reasoning" if qid.startswith("q") else "open-ended",
+            "parse_method": "direct",
+        }
+        lines.append(
+            {
+                "doc_id": doc_id,
+                "target": "model_a",
+                "filtered_resps": [line["critic"]],
+                "doc_hash": "0" * 64,
+                "overall": record,
+                "pluralistic_acc": record,
+                "input": "The judge prompt.",
+            }
+        )
+    client.force_login(lead)
+    url = reverse("predictions-upload", args=[version.project.slug, version.number])
+    upload = SimpleUploadedFile("2026-06-01T10-00-00_samples_multi_crit.jsonl", jsonl(lines))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"judge": "lmms-judge", "file": upload})
+    assert response.status_code == 302
+    job = Job.objects.get(kind=Job.Kind.SCORE_JUDGE)
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    assert dict(Prediction.objects.values_list("question_id", "prediction")) == HAND_PREDICTIONS
+    first = lines[0]["overall"]["question_id"]
+    assert Prediction.objects.get(question_id=first).raw_output == lines[0]["filtered_resps"][0]
+    run = JudgeRun.objects.get()
+    assert run.stats["lines"] == 9 and run.stats["unparsable"] == 0
+    figures = Scorecard.objects.get(judge="lmms-judge", split="open_ended").figures
+    headline = {k: figures[k]["value"] for k in ("pacc", "cmr", "tos", "avg", "overall")}
+    assert headline == {k: HAND_EXPECTED_OPEN[k] for k in headline}
