@@ -23,10 +23,13 @@ wrong, and the scores are kept (``scores``) for the margin sweep on the scorecar
 
 Errors name the line and field: malformed lines always, and unknown ids, duplicate rows and
 rows of another split unless ``lenient=True``, which skips those lines and reports them in
-``warnings`` with counts. The read goes on past a bad line and then refuses the file with every
-error found (:class:`PredictionsFileRejected`), as the sample import does; only a file that
-cannot be read at all (not UTF-8, no CSV header) stops it at once. Dataset rows without a
-prediction are missing (wrong, counted per run).
+``warnings`` with counts (a repeated row keeps its first line, as the published evaluation keeps
+the first output of a question id). The read goes on past a bad line and then refuses the file
+with every error found (:class:`PredictionsFileRejected`), as the sample import does; only a file
+that cannot be read at all (not UTF-8, no CSV header) stops it at once. Dataset rows without a
+prediction are missing (wrong, counted per run). What the dataset rows hold that scores but
+deserves a look (tie labels, prompts in two splits: ``ScoreInput.warnings``) is carried in
+``dataset_warnings`` and in the stats' ``warnings``, which uploads store with each run.
 """
 
 from __future__ import annotations

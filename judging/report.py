@@ -55,6 +55,7 @@ def score_judges(
 
     ``missing="wrong"`` (the published evaluation's rule) scores a dataset row without any
     prediction as wrong; ``missing="skip"`` leaves such rows out (a partial run) and names them.
+    ``dataset_warnings`` repeats what the rows' reader noticed (tie labels, prompts in two splits).
     """
     if missing not in MISSING_POLICIES:
         raise ValueError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}")
@@ -66,6 +67,7 @@ def score_judges(
         "splits": {s: {"rows": int((scored.split == s).sum()), "criteria": []} for s in splits},
         "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "prompt"},
         "missing": missing,
+        "dataset_warnings": list(rows.warnings),
         "judges": {},
     }
     for judge in judges:

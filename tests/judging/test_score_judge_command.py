@@ -282,6 +282,10 @@ def test_a_tie_and_a_prompt_in_two_splits_are_scored_with_warnings(tmp_path):
     assert reasoning["tos"]["value"] is None and reasoning["cmr"]["value"] is None
     assert reasoning["per_criterion"]["efficiency"]["acc"] == 50.0
     assert reasoning["avg"]["value"] == 75.0
-    # the warnings are on the parse stats too
-    parse = json.loads(out)["judges"]["judge"]["parse"]
-    assert parse["warnings"][0].startswith("2 rows with a human tie label")
+    # the warnings are in the JSON and on the parse stats too
+    payload = json.loads(out)
+    assert [w[:30] for w in payload["dataset_warnings"]] == [
+        "2 rows with a human tie label ",
+        "1 prompt with rows in both spl",
+    ]
+    assert payload["judges"]["judge"]["parse"]["warnings"] == payload["dataset_warnings"]
