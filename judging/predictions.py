@@ -620,9 +620,14 @@ def read_predictions(
         try:
             return lookup(*args)
         except AmbiguousRow:
-            names = " and ".join(repr(a) for a in args[:-1])
+            key = args[:-1]
+            what = (
+                f"question id {key[0]!r}"
+                if len(key) == 1
+                else f"prompt {key[0]!r} and criterion {key[1]!r}"
+            )
             raise PredictionsFileError(
-                f"{names} names a row in each split; give the line a split (or read one split)",
+                f"{what}: a row in each split; give the line a split (or read one split)",
                 line=line,
                 field="split",
             ) from None

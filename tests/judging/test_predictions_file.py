@@ -388,8 +388,8 @@ def test_a_key_with_a_row_in_each_split_is_resolved_by_the_split(tmp_path):
     with pytest.raises(PredictionsFileRejected) as err:
         read_predictions(jsonl(tmp_path, bare, "bare.jsonl"), dataset_index=index)
     assert [(p.line, p.field) for p in err.value.problems] == [(1, "split"), (2, "split")]
-    assert "'p__h' names a row in each split; give the line a split" in str(err.value)
-    assert "'p' and 'h' names a row in each split" in err.value.problems[1].message
+    assert "question id 'p__h': a row in each split; give the line a split" in str(err.value)
+    assert err.value.problems[1].message.startswith("prompt 'p' and criterion 'h': a row in each")
     parsed = read_predictions(
         jsonl(tmp_path, bare[:1], "one.jsonl"), dataset_index=index, split="reasoning"
     )
