@@ -11,6 +11,9 @@ from annotation.models import Split
 
 from .models import JudgeConfig
 from .prompt import TemplateFileError, template_from_bytes, template_hash_resolve
+from .runner.dialects import DEFAULT_DIALECT
+from .runner.presets import PRESETS, VERIFIER_NEEDED
+from .validators import validate_replica_urls
 
 ALLOWED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
@@ -59,6 +62,14 @@ class PredictionsUploadForm(forms.Form):
         label="Tie margin δ",
         help_text="For a file of scores (score_a + score_b, or response + score): "
         "|score_a − score_b| ≤ δ is a tie, which counts as wrong. Ignored for verdicts.",
+    )
+    verifier = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.all(),
+        required=False,
+        label="Verifier fallback",
+        empty_label="None: unparsed outputs count as invalid",
+        help_text="A judge config asked to read the last four lines of each output the parser "
+        "cannot read, as the published evaluation does; the rows it decides are marked.",
     )
     lenient = forms.BooleanField(
         required=False,
@@ -180,6 +191,19 @@ class JudgeConfigForm(forms.ModelForm):
     clear_template = forms.BooleanField(
         required=False, label="Use the default template", help_text="Drop the stored template."
     )
+    replicas = forms.CharField(
+        required=False,
+        label="Replicas",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Further servers of the same model, one URL per line; each call goes to the "
+        "one with the fewest calls in flight, a failing one is set aside while the others go on.",
+    )
+    preset = forms.ChoiceField(
+        required=False,
+        choices=[("", "None: the settings below"), *((p.key, p.label) for p in PRESETS.values())],
+        help_text="Sets temperature, top p and max tokens (and needs a verifier); bring the "
+        "official prompt template as the template file.",
+    )
 
     class Meta:
         model = JudgeConfig
@@ -189,9 +213,13 @@ class JudgeConfigForm(forms.ModelForm):
             "model",
             "api_key_env",
             "base_url",
+            "api_style",
+            "api_version",
+            "reasoning_effort",
             "temperature",
             "top_p",
             "max_tokens",
+            "retry_max_tokens",
             "seed",
             "runs",
             "orders",
@@ -205,8 +233,15 @@ class JudgeConfigForm(forms.ModelForm):
             "price_output_per_million",
             "currency",
             "verifier",
+            "chat_template_kwargs",
+            "extra_body",
         ]
         labels = {
+            "api_style": "API style",
+            "api_version": "API version (Azure)",
+            "retry_max_tokens": "Max tokens on a retry of a cut answer",
+            "chat_template_kwargs": "Chat template options (vLLM / SGLang)",
+            "extra_body": "Extra request fields",
             "base_url": "Base URL",
             "api_key_env": "API key variable",
             "top_p": "Top p",
@@ -224,9 +259,30 @@ class JudgeConfigForm(forms.ModelForm):
         if self.instance.pk:
             others = others.exclude(pk=self.instance.pk)
         self.fields["verifier"].queryset = others
+        self.fields["replicas"].initial = "\n".join(self.instance.replica_urls or [])
+        self.fields["api_style"].required = False  # left out: OpenAI chat
+        for name in ("chat_template_kwargs", "extra_body"):
+            self.fields[name].widget.attrs["rows"] = 2
+
+    def clean_api_style(self) -> str:
+        return self.cleaned_data.get("api_style") or DEFAULT_DIALECT
+
+    def clean_replicas(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["replicas"].splitlines()]
+        urls = [line for line in lines if line]
+        validate_replica_urls(urls)
+        self.instance.replica_urls = urls
+        return urls
 
     def clean(self) -> dict:
         data = super().clean()
+        preset = PRESETS.get(data.get("preset") or "")
+        if preset is not None:
+            for name, value in preset.settings:
+                data[name] = value
+            if preset.needs_verifier and not data.get("verifier"):
+                message = VERIFIER_NEEDED.format(preset=preset.label.split(" (")[0].lower())
+                self.add_error("verifier", message[0].upper() + message[1:] + ".")
         upload = data.get("template_file")
         if data.get("clear_template"):
             self.instance.template_text, self.instance.template_name = "", ""

@@ -9,6 +9,14 @@ from aggregation.models import DatasetVersion
 from annotation.models import Split
 from core.models import Job
 
+from .runner.dialects import DEFAULT_DIALECT, dialect_choices
+from .validators import (
+    validate_api_key_env,
+    validate_base_url,
+    validate_json_object,
+    validate_replica_urls,
+)
+
 
 class JudgeRun(models.Model):
     """One run of one judge over a dataset version (several runs combine by majority vote)."""
@@ -51,6 +59,12 @@ class Prediction(models.Model):
     raw_output = models.TextField(blank=True)
     score_a = models.FloatField(null=True, blank=True, help_text="A scalar judge's score of A.")
     score_b = models.FloatField(null=True, blank=True, help_text="A scalar judge's score of B.")
+    call_keys = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The judge runner's calls behind this prediction (JudgeCall keys, A/B first); "
+        "null for an upload.",
+    )
 
     class Meta:
         constraints = [
@@ -92,21 +106,45 @@ class JudgeConfig(models.Model):
         AB = "ab", "A then B only"
         BOTH = "both", "Both orders (A/B and B/A)"
 
+    class ReasoningEffort(models.TextChoices):
+        DEFAULT = "", "The model's default"
+        MINIMAL = "minimal", "Minimal"
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+
     name = models.CharField(max_length=100, unique=True)
     base_url = models.URLField(
-        max_length=300, help_text="The server's OpenAI API root, e.g. http://127.0.0.1:8000/v1."
+        max_length=300,
+        validators=[validate_base_url],
+        help_text="The server's OpenAI API root, e.g. http://127.0.0.1:8000/v1 (for Azure, the "
+        "resource's endpoint, e.g. https://NAME.openai.azure.com).",
+    )
+    replica_urls = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_replica_urls],
+        help_text="Further servers of the same model; each call goes to the one with the fewest "
+        "calls in flight.",
+    )
+    api_style = models.CharField(
+        max_length=20,
+        choices=dialect_choices(),
+        default=DEFAULT_DIALECT,
+        help_text="How the provider reads a request; a refused parameter is adapted to anyway.",
+    )
+    api_version = models.CharField(
+        max_length=40,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Za-z0-9._-]*$", "Letters, digits, dots and dashes.")],
+        help_text="Azure OpenAI's api-version (e.g. 2024-10-21) for a deployment path; empty "
+        "for the v1 path.",
     )
     model = models.CharField(max_length=200)
     api_key_env = models.CharField(
         max_length=100,
         blank=True,
-        validators=[
-            RegexValidator(
-                r"^[A-Za-z_][A-Za-z0-9_]*$",
-                "Give the name of an environment variable (letters, digits and underscores), "
-                "not the key itself.",
-            )
-        ],
+        validators=[validate_api_key_env],
         help_text="Name of the environment variable holding the API key (the key is never "
         "stored); empty for a server without a key.",
     )
@@ -118,6 +156,29 @@ class JudgeConfig(models.Model):
     )
     max_tokens = models.PositiveIntegerField(
         default=1024, validators=[MinValueValidator(1), MaxValueValidator(200_000)]
+    )
+    retry_max_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=8192,
+        validators=[MinValueValidator(1), MaxValueValidator(200_000)],
+        help_text="An answer cut at the budget before its verdict is asked once more with this "
+        "budget; empty for no retry.",
+    )
+    reasoning_effort = models.CharField(
+        max_length=10, choices=ReasoningEffort.choices, default="", blank=True
+    )
+    chat_template_kwargs = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_json_object],
+        help_text='vLLM / SGLang chat template options, e.g. {"enable_thinking": true}.',
+    )
+    extra_body = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_json_object],
+        help_text="Further request fields sent as they are (a JSON object).",
     )
     seed = models.IntegerField(null=True, blank=True)
     runs = models.PositiveSmallIntegerField(
@@ -186,6 +247,11 @@ class JudgeConfig(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def urls(self) -> list[str]:
+        """The base URL and every replica."""
+        return [self.base_url, *(self.replica_urls or [])]
+
     def clean(self) -> None:
         """The template's placeholders are known ones; a config is not its own verifier."""
         from .prompt import TemplateFileError, template_from_text
@@ -215,16 +281,21 @@ class JudgeCall(models.Model):
         DIRECT = "direct", "Parsed directly"
         VERIFIER = "verifier", "Read by the verifier"
         UNPARSED = "unparsed", "Unparsed"
+        TRUNCATED = "truncated", "Cut at the token budget"
         FAILED = "failed", "Request failed"
 
     key = models.CharField(max_length=64, unique=True)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CRITERION)
-    base_url = models.CharField(max_length=300)
+    base_url = models.CharField(max_length=300, help_text="The server that answered.")
     model = models.CharField(max_length=200)
     order = models.CharField(max_length=2, default="ab")
     run_index = models.PositiveSmallIntegerField(default=1)
     image_sha256 = models.CharField(max_length=64, blank=True)
     raw_output = models.TextField(blank=True)
+    reasoning_output = models.TextField(
+        blank=True, help_text="The model's thinking (reasoning fields and <think> blocks)."
+    )
+    reasoning_tokens = models.PositiveIntegerField(default=0)
     verdict = models.CharField(
         max_length=10, blank=True, help_text="model_a / model_b (mapped back from the order)."
     )

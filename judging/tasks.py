@@ -14,6 +14,7 @@ from core.models import Job
 from judging.services.scoring import UploadRejected, judge_run_upload
 
 from .models import JudgeConfig
+from .runner.fallback import upload_verifier
 from .runner.run import RunnerError, judge_run_execute
 from .services.panel import panel_run_execute
 
@@ -36,6 +37,7 @@ def _score(job: Job, progress: ProgressReporter) -> dict[str, Any]:
                 tie_margin=float(params.get("tie_margin") or 0.0),
                 job=job,
                 progress=progress,
+                verify=upload_verifier(params.get("verifier_id")),
             )
     except UploadRejected as exc:
         # The page lists every error with its line and field; the job's error keeps the text.

@@ -1,9 +1,10 @@
 """The exact cache key of a judge call: SHA-256 of the canonical JSON of every part of it.
 
-Everything that can change the answer is part of the key (server, model, template hash, image
-hash and size limit, question, both responses, criterion, order, run index, every generation
-setting), so a stored answer is reused only for the same request, and a different model or
-server never reads another's entries.
+Everything that can change the answer is part of the key (model, template hash, image hash and
+size limit, question, both responses, criterion, order, run index, every generation setting the
+request carries), so a stored answer is reused only for the same request and a different model
+never reads another's entries. The server is not: replicas of one model share their answers, and
+moving a judge to another host re-asks nothing. (Version 2 dropped the server from the key.)
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from typing import Any
 
 #: Bumped when the request layout changes, so old entries are no longer reused.
-KEY_VERSION = 1
+KEY_VERSION = 2
 
 
 def canonical_json(parts: dict[str, Any]) -> str:

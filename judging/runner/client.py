@@ -1,10 +1,14 @@
 """An async client for OpenAI-compatible ``/chat/completions`` servers (httpx).
 
-Bounded concurrency (a semaphore), a token-bucket rate limit (requests per minute), and retries
-with exponential backoff and jitter on 429, 5xx, timeouts and connection errors; a
-``Retry-After`` header sets the least wait. Other answers (400, 401, 404, ...) fail at once.
-Requests go to the configured URL only: no redirects are followed and no proxy settings are read
-from the environment.
+Bounded concurrency per server, several replicas of one model (``judging.runner.replicas``), a
+token-bucket rate limit (requests per minute), and retries with exponential backoff and jitter on
+429, 5xx, timeouts and connection errors (on another replica at once when one is healthy); a
+``Retry-After`` header sets the least wait. A 400 that names a refused parameter is adapted to
+(``judging.runner.adapt``) and the call sent again; other answers (400, 401, 404, ...) fail at
+once. Requests go to the configured URLs only, through the outbound address guard
+(``core.outbound``): no redirects are followed, no proxy settings are read from the environment,
+and an error shows an upstream error's message (never its body) and reads the same whether a
+port is closed or speaks another protocol.
 """
 
 from __future__ import annotations
@@ -18,35 +22,66 @@ from typing import Any
 
 import httpx
 
+from core.outbound import (
+    OutboundRefused,
+    connection_error_text,
+    guarded_async_transport,
+    upstream_error_text,
+)
+from judging.runner.adapt import Adaptation, adaptation_for, adapted
 from judging.runner.cache import normalise_base_url
+from judging.runner.completion import read_completion
+from judging.runner.dialects import DEFAULT_DIALECT, dialect_for
+from judging.runner.replicas import Replica, ReplicaPool
 
 #: The longest ``Retry-After`` honoured, in seconds (a longer one is cut to this).
 RETRY_AFTER_MAX = 300.0
-_ERROR_BODY_SHOWN = 300
+#: Parameters a call may shed or rename on a 400 before it fails.
+_ADAPTATIONS_MAX = 6
 
 
 @dataclass(frozen=True)
 class ClientSettings:
-    """Where and how to send requests."""
+    """Where and how to send requests: one server or several replicas of one model."""
 
-    base_url: str
+    base_url: str = ""
     api_key: str | None = None
     timeout: float = 120.0
     retries: int = 4
+    #: Calls in flight at once on each server.
     concurrency: int = 8
     rpm: float | None = None
     backoff_base: float = 0.5
     backoff_max: float = 30.0
+    #: Further replicas of the same model beside ``base_url``.
+    replicas: tuple[str, ...] = ()
+    dialect: str = DEFAULT_DIALECT
+    api_version: str = ""
+    model: str = ""
+    #: How long a failing replica is set aside at first (doubling up to ``backoff_max``).
+    aside_base: float = 1.0
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every server's API root, without duplicates."""
+        urls = [normalise_base_url(u) for u in (self.base_url, *self.replicas) if u.strip()]
+        return tuple(dict.fromkeys(urls))
 
     @property
     def endpoint(self) -> str:
-        """The full ``/chat/completions`` URL."""
-        return normalise_base_url(self.base_url) + "/chat/completions"
+        """The full chat completion URL on the first server."""
+        return self.endpoint_on(self.urls[0])
+
+    def endpoint_on(self, url: str) -> str:
+        """The full chat completion URL on the server at ``url``."""
+        return dialect_for(self.dialect).endpoint(
+            url, model=self.model, api_version=self.api_version
+        )
 
 
 @dataclass
 class CallOutcome:
-    """What one request (with its retries) gave: the text and usage, or the error."""
+    """What one request (with its retries) gave: the text, thinking and usage, or the error."""
 
     text: str = ""
     finish_reason: str = ""
@@ -55,10 +90,19 @@ class CallOutcome:
     latency_ms: int = 0
     attempts: int = 0
     error: str = ""
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    visible: str = ""
+    base_url: str = ""
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def truncated(self) -> bool:
+        """Cut at the token budget before any visible text."""
+        return self.ok and self.finish_reason == "length" and not self.visible.strip()
 
 
 class TokenBucket:
@@ -109,35 +153,13 @@ def backoff_seconds(attempt: int, base: float, cap: float, rng: random.Random) -
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
-def _usage(payload: dict[str, Any]) -> tuple[int, int]:
-    usage = payload.get("usage") or {}
-    prompt = usage.get("prompt_tokens") or 0
-    completion = usage.get("completion_tokens") or 0
-    return (int(prompt) if isinstance(prompt, int | float) else 0), (
-        int(completion) if isinstance(completion, int | float) else 0
-    )
-
-
-def _completion(payload: Any) -> tuple[str, str] | None:
-    """(text, finish reason) of a chat completion answer, or None when it is not one."""
-    if not isinstance(payload, dict):
-        return None
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None
-    message = choices[0].get("message") or {}
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):  # some servers answer with content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if content is None:
-        content = ""
-    if not isinstance(content, str):
-        return None
-    return content, str(choices[0].get("finish_reason") or "")
-
-
 class JudgeClient:
-    """Sends chat completion requests; use as ``async with JudgeClient(settings) as client``."""
+    """Sends chat completion requests; use as ``async with JudgeClient(settings) as client``.
+
+    Requests are written in the neutral vocabulary of ``judging.runner.dialects``; the client
+    sends each in its dialect, to the replica with the fewest calls in flight, and adapts to a
+    server that refuses a parameter by name (``adaptations`` lists what it learnt).
+    """
 
     def __init__(
         self,
@@ -149,22 +171,28 @@ class JudgeClient:
         self.settings = settings
         self._rng = rng or random.Random()
         self._transport = transport
-        self._semaphore = asyncio.Semaphore(max(1, settings.concurrency))
+        self._dialect = dialect_for(settings.dialect)
+        self.pool = ReplicaPool(
+            settings.urls,
+            per_replica=settings.concurrency,
+            backoff_base=settings.aside_base,
+            backoff_max=settings.backoff_max,
+        )
         self._bucket = TokenBucket(settings.rpm / 60.0) if settings.rpm else None
         self._http: httpx.AsyncClient | None = None
+        #: Changes made to every request after a server refused a parameter, in order.
+        self.adaptations: list[Adaptation] = []
 
     async def __aenter__(self) -> JudgeClient:
-        headers = {"Accept": "application/json"}
-        if self.settings.api_key:
-            headers["Authorization"] = f"Bearer {self.settings.api_key}"
-        size = max(1, self.settings.concurrency)
+        headers = {"Accept": "application/json", **self._dialect.headers(self.settings.api_key)}
+        size = self.pool.capacity
         self._http = httpx.AsyncClient(
             headers=headers,
             timeout=self.settings.timeout,
             follow_redirects=False,
             trust_env=False,
             limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            transport=self._transport,
+            transport=self._transport or guarded_async_transport(),
         )
         return self
 
@@ -172,65 +200,111 @@ class JudgeClient:
         if self._http is not None:
             await self._http.aclose()
 
+    def wire_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as the server is sent it: in the dialect, with every adaptation made."""
+        return adapted(self._dialect.wire_body(body), self.adaptations)
+
+    def _adapt(self, status: int, response: httpx.Response, sent: dict[str, Any]) -> bool:
+        """Learn from a refused parameter; True when the call should be sent again."""
+        if status != 400 or len(self.adaptations) >= _ADAPTATIONS_MAX:
+            return False
+        try:
+            payload = response.json()
+        except ValueError:
+            return False
+        learnt = adaptation_for(status, payload, sent)
+        if learnt is None:
+            return False
+        if any(a.param == learnt.param for a in self.adaptations):
+            return False
+        self.adaptations.append(learnt)
+        return True
+
     async def complete(self, body: dict[str, Any]) -> CallOutcome:
         """Send ``body`` with retries; never raises for a server or network failure."""
         assert self._http is not None, "use the client inside 'async with'"
         settings = self.settings
         error = ""
-        attempts = 0
-        async with self._semaphore:
-            for attempt in range(settings.retries + 1):
-                attempts = attempt + 1
+        attempt = attempts = 0
+        replica: Replica | None = None
+        while attempt <= settings.retries:
+            attempts += 1
+            replica = await self.pool.acquire(avoid=replica)
+            failed, wait = True, None
+            started = time.perf_counter()
+            sent = self.wire_body(body)
+            try:
                 if self._bucket is not None:
                     await self._bucket.acquire()
-                wait: float | None = None
-                started = time.perf_counter()
-                try:
-                    response = await self._http.post(settings.endpoint, json=body)
-                except httpx.TimeoutException:
-                    error = f"no answer within {settings.timeout:g} s"
-                except httpx.TransportError as exc:
-                    error = f"connection failed ({exc.__class__.__name__}: {exc})"
-                else:
-                    latency_ms = int((time.perf_counter() - started) * 1000)
-                    status = response.status_code
-                    if status == 200:
-                        return self._answer(response, latency_ms, attempts)
-                    text = response.text[:_ERROR_BODY_SHOWN].strip()
-                    error = f"HTTP {status}" + (f": {text}" if text else "")
-                    if status != 429 and status < 500:
-                        return CallOutcome(latency_ms=latency_ms, attempts=attempts, error=error)
-                    wait = retry_after_seconds(response.headers.get("Retry-After"))
-                if attempt == settings.retries:
-                    break
-                delay = backoff_seconds(
-                    attempt, settings.backoff_base, settings.backoff_max, self._rng
+                response = await self._http.post(settings.endpoint_on(replica.url), json=sent)
+            except OutboundRefused as exc:  # the address is refused: trying again cannot help
+                await self.pool.release(replica)
+                replica = None
+                return CallOutcome(attempts=attempts, error=connection_error_text(exc, 0))
+            except httpx.TransportError as exc:
+                error = connection_error_text(exc, settings.timeout)
+            else:
+                latency_ms = int((time.perf_counter() - started) * 1000)
+                status = response.status_code
+                failed = status >= 500
+                if status == 200:
+                    return self._answer(response, latency_ms, attempts, replica.url)
+                error = upstream_error_text(
+                    status, response.headers.get("Content-Type", ""), response.content
                 )
-                await asyncio.sleep(max(delay, wait or 0.0))
+                if self._adapt(status, response, sent):
+                    continue  # the same call at once, without the refused parameter
+                if status != 429 and status < 500:
+                    return CallOutcome(
+                        latency_ms=latency_ms, attempts=attempts, error=error, base_url=replica.url
+                    )
+                wait = retry_after_seconds(response.headers.get("Retry-After"))
+            finally:
+                if replica is not None:
+                    await self.pool.release(replica, failed=failed)
+            if attempt == settings.retries:
+                break
+            await self._pause(attempt, wait, replica)
+            attempt += 1
         times = "once" if attempts == 1 else f"{attempts} times"
         return CallOutcome(attempts=attempts, error=f"{error} (tried {times})")
 
+    async def _pause(self, attempt: int, wait: float | None, replica: Replica) -> None:
+        """Back off before the next try, unless another replica can take it at once."""
+        if wait is None and self.pool.healthy_other(replica):
+            return
+        delay = backoff_seconds(
+            attempt, self.settings.backoff_base, self.settings.backoff_max, self._rng
+        )
+        await asyncio.sleep(max(delay, wait or 0.0))
+
     @staticmethod
-    def _answer(response: httpx.Response, latency_ms: int, attempts: int) -> CallOutcome:
+    def _answer(
+        response: httpx.Response, latency_ms: int, attempts: int, base_url: str
+    ) -> CallOutcome:
         try:
             payload = response.json()
         except ValueError:
             payload = None
-        parsed = _completion(payload)
-        if parsed is None:
-            shown = response.text[:_ERROR_BODY_SHOWN].strip()
+        completion = read_completion(payload)
+        if completion is None:
+            kind = response.headers.get("Content-Type", "") or "no content type"
             return CallOutcome(
                 latency_ms=latency_ms,
                 attempts=attempts,
-                error=f"the server's answer is not a chat completion: {shown!r}",
+                base_url=base_url,
+                error=f"the server's answer is not a chat completion ({kind}, "
+                f"{len(response.content):,} bytes)",
             )
-        prompt_tokens, completion_tokens = _usage(payload)
-        text, finish = parsed
         return CallOutcome(
-            text=text,
-            finish_reason=finish,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            text=completion.content,
+            visible=completion.visible,
+            reasoning=completion.thinking,
+            reasoning_tokens=completion.reasoning_tokens,
+            finish_reason=completion.finish_reason,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
             latency_ms=latency_ms,
             attempts=attempts,
+            base_url=base_url,
         )

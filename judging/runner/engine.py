@@ -5,7 +5,9 @@ each answer from ``answers`` as it comes and stores it, and may stop the engine:
 lets the calls in flight finish and starts no new one, as the engine itself does once the answered
 calls used ``budget_tokens``; ``abort`` cancels
 the calls in flight too (a cancel, a lost lease). Every answer is parsed here by the published
-rule; an unparsed one goes to the verifier when there is one.
+rule from the visible text (never the thinking); an answer cut at the token budget is
+truncated (asked once more with the larger budget when one is set), and an unparsed one goes to
+the verifier when there is one.
 """
 
 from __future__ import annotations
@@ -21,10 +23,18 @@ from typing import Any
 import httpx
 
 from judging.parsing import parse_judge_output
+from judging.runner.adapt import Adaptation
 from judging.runner.client import CallOutcome, ClientSettings, JudgeClient
-from judging.runner.requests import GenerationSettings, RowCall, verdict_in_row_terms, verifier_body
+from judging.runner.requests import GenerationSettings, RowCall, verdict_in_row_terms
+from judging.verifier import verifier_choice, verifier_prompt
 
-DIRECT, VERIFIER, UNPARSED, FAILED = "direct", "verifier", "unparsed", "failed"
+DIRECT, VERIFIER, UNPARSED, FAILED, TRUNCATED = (
+    "direct",
+    "verifier",
+    "unparsed",
+    "failed",
+    "truncated",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,20 @@ def read_verdict(text: str, order: str) -> str | None:
     return verdict_in_row_terms(parse_judge_output(text), order)
 
 
+def verifier_body(output: str, settings: GenerationSettings) -> dict[str, Any]:
+    """The verifier's request: which response do the output's last lines prefer?"""
+    text = verifier_prompt(output)
+    return {**settings.body_fields(1), "messages": [{"role": "user", "content": text}]}
+
+
+def larger_budget(body: dict[str, Any], cap: int | None) -> dict[str, Any] | None:
+    """``body`` with its token budget raised to ``cap`` (None when the cap is no larger)."""
+    budget = body.get("max_tokens")
+    if not cap or not isinstance(budget, int) or cap <= budget:
+        return None
+    return {**body, "max_tokens": cap}
+
+
 class Engine:
     """The calls of ``tasks`` with at most ``client.concurrency`` in flight."""
 
@@ -71,8 +95,12 @@ class Engine:
         verifier: VerifierSpec | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         budget_tokens: int | None = None,
+        retry_max_tokens: int | None = None,
     ) -> None:
         self._budget = budget_tokens
+        self._retry_max_tokens = retry_max_tokens
+        #: What the client learnt of the server's refused parameters (read after the run).
+        self.adaptations: list[Adaptation] = []
         #: Tokens used by the calls answered so far (prompt and completion, verifier included).
         self.tokens = 0
         self._tasks: Iterator[Task] = iter(tasks)
@@ -140,10 +168,11 @@ class Engine:
             )
             if verifier is not None:
                 await verifier.__aenter__()
+            self.adaptations = client.adaptations
             try:
                 self._workers = [
                     asyncio.create_task(self._work(client, verifier))
-                    for _ in range(max(1, self._client.concurrency))
+                    for _ in range(client.pool.capacity)
                 ]
                 await asyncio.gather(*self._workers, return_exceptions=True)
                 for worker in self._workers:
@@ -162,6 +191,12 @@ class Engine:
                 self.answers.put(Answer(task, outcome, None, FAILED))
                 continue
             outcome = await client.complete(body)
+            if outcome.truncated and (bigger := larger_budget(body, self._retry_max_tokens)):
+                first = outcome
+                outcome = await client.complete(bigger)  # once, with the larger budget
+                outcome.prompt_tokens += first.prompt_tokens
+                outcome.completion_tokens += first.completion_tokens
+                outcome.attempts += first.attempts
             answer = await self._read(task, outcome, verifier)
             self.tokens += outcome.prompt_tokens + outcome.completion_tokens
             if answer.verifier is not None:
@@ -171,11 +206,17 @@ class Engine:
     async def _read(self, task: Task, outcome: CallOutcome, verifier: JudgeClient | None) -> Answer:
         if not outcome.ok:
             return Answer(task, outcome, None, FAILED)
-        verdict = read_verdict(outcome.text, task.call.order)
+        if outcome.truncated:
+            return Answer(task, outcome, None, TRUNCATED)
+        verdict = read_verdict(outcome.visible, task.call.order)
         if verdict is not None:
             return Answer(task, outcome, verdict, DIRECT)
+        if outcome.finish_reason == "length":
+            return Answer(task, outcome, None, TRUNCATED)
         if verifier is None or self._verifier is None:
             return Answer(task, outcome, None, UNPARSED)
-        checked = await verifier.complete(verifier_body(outcome.text, self._verifier.generation))
-        verdict = read_verdict(checked.text, task.call.order) if checked.ok else None
+        body = verifier_body(outcome.visible, self._verifier.generation)
+        checked = await verifier.complete(body)
+        choice = verifier_choice(checked.visible) if checked.ok else None
+        verdict = verdict_in_row_terms(choice, task.call.order)
         return Answer(task, outcome, verdict, VERIFIER if verdict else UNPARSED, checked)

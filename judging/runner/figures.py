@@ -1,9 +1,10 @@
 """The runner's figures on a scorecard, and how the two orders of a row combine (NumPy).
 
 Per split: calls (and cache hits, failures), how each output was read (direct / verifier /
-unparsed / failed), tokens and their cost, latency percentiles, the share of A verdicts in each
-order, and, with both orders, position consistency: the share of (row, run) pairs answered in
-both orders whose two verdicts agree, overall and per criterion. Verdicts are in the row's terms
+unparsed / truncated at the token budget / failed), tokens (reasoning tokens among them) and
+their cost, latency percentiles, the share of A verdicts in each order, and, with both orders,
+position consistency: the share of (row, run) pairs answered in both orders whose two verdicts
+agree, overall and per criterion. Verdicts are in the row's terms
 (``model_a`` is the row's A response whatever the order it was shown in).
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 from judging.metrics import INVALID_LABEL, MODEL_A, MODEL_B
 
 PERCENTILES = (50, 90, 99)
-METHODS = ("direct", "verifier", "unparsed", "failed")
+METHODS = ("direct", "verifier", "unparsed", "truncated", "failed")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class CallRecord:
     completion_tokens: int
     latency_ms: int
     cached: bool
+    reasoning_tokens: int = 0
 
 
 def combine_orders(ab: str | None, ba: str | None, *, both: bool) -> str | None:
@@ -84,7 +86,12 @@ def split_figures(
         "calls": n,
         "cached": int(sum(r.cached for r in records)),
         "parse": {m: int((method == m).sum()) for m in METHODS},
-        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
+        "tokens": {
+            "prompt": prompt,
+            "completion": completion,
+            "reasoning": int(sum(r.reasoning_tokens for r in records)),
+            "total": prompt + completion,
+        },
         "cost": cost_of(prompt, completion, price_in, price_out),
         "latency_ms": {
             f"p{p}": (round(float(np.percentile(latency, p)), 1) if latency.size else None)
@@ -145,9 +152,10 @@ def runner_lines(figures: dict, *, currency: str = "") -> list[str]:
     lines = [
         f"calls {figures['calls']:,} ({figures['cached']:,} from the cache); read directly "
         f"{parse['direct']:,}, by the verifier {parse['verifier']:,}, unparsed "
-        f"{parse['unparsed']:,}, failed {parse['failed']:,}",
+        f"{parse['unparsed']:,}, truncated {parse.get('truncated', 0):,}, failed "
+        f"{parse['failed']:,}",
         f"tokens {tokens['total']:,} (prompt {tokens['prompt']:,}, completion "
-        f"{tokens['completion']:,})"
+        f"{tokens['completion']:,}, of which reasoning {tokens.get('reasoning', 0):,})"
         + (
             ""
             if figures.get("cost") is None

@@ -10,9 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-from dataclasses import dataclass
-from pathlib import Path
-from string import Template
+from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image, ImageOps
@@ -27,31 +25,61 @@ _SENT_AS_IS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Every setting of the model call that can change its answer."""
+    """Every setting of the model call that can change its answer (the neutral vocabulary of
+    ``judging.runner.dialects``; a dialect renames or drops fields on the wire)."""
 
     model: str
     temperature: float = 0.0
     top_p: float | None = None
     max_tokens: int = 1024
     seed: int | None = None
+    reasoning_effort: str = ""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    #: Runs of the config: with more than one, every run after the first gets a seed of its own.
+    runs: int = 1
+    #: True when the provider fixes temperature and top_p (they are never sent).
+    fixed_sampling: bool = False
 
     def seed_for(self, run_index: int) -> int | None:
-        """The seed of one run: ``seed + run_index - 1`` (so repeated runs may differ)."""
-        return None if self.seed is None else self.seed + run_index - 1
+        """The seed of one run: ``seed + run_index - 1``; without a seed, none for run 1 and
+        ``run_index - 1`` for the later runs of a multi-run config, so the runs differ (and
+        adding runs keeps the earlier runs' answers)."""
+        if self.seed is not None:
+            return self.seed + run_index - 1
+        return None if run_index <= 1 else run_index - 1
 
     def body_fields(self, run_index: int) -> dict[str, Any]:
         """The request body's generation fields for one run (unset ones left out)."""
         fields: dict[str, Any] = {
+            **self.extra_body,
             "model": self.model,
-            "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
-        if self.top_p is not None:
-            fields["top_p"] = self.top_p
+        if not self.fixed_sampling:
+            fields["temperature"] = self.temperature
+            if self.top_p is not None:
+                fields["top_p"] = self.top_p
         seed = self.seed_for(run_index)
         if seed is not None:
             fields["seed"] = seed
+        if self.reasoning_effort:
+            fields["reasoning_effort"] = self.reasoning_effort
+        if self.chat_template_kwargs:
+            fields["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         return fields
+
+    def key_fields(self, run_index: int) -> dict[str, Any]:
+        """What of these settings goes into a call's cache key."""
+        fields = self.body_fields(run_index)
+        fields.setdefault("temperature", None)
+        fields.setdefault("top_p", None)
+        fields.setdefault("seed", None)
+        return fields
+
+    def identical_runs(self) -> bool:
+        """True when several runs would (nearly) repeat one answer: greedy decoding."""
+        return self.runs > 1 and not self.fixed_sampling and self.temperature == 0
 
 
 @dataclass(frozen=True)
@@ -82,16 +110,17 @@ def key_parts(
     call: RowCall,
     *,
     kind: str,
-    base_url: str,
     template_hash: str,
     settings: GenerationSettings,
     image_max_side: int,
 ) -> dict[str, Any]:
-    """Every part of the cache key of ``call`` (see ``judging.runner.cache``)."""
+    """Every part of the cache key of ``call`` (see ``judging.runner.cache``).
+
+    The server is not part of it: the model's name and every setting that can change the answer
+    are, so adding, removing or moving a replica re-asks nothing.
+    """
     return {
         "kind": kind,
-        "base_url": base_url,
-        "model": settings.model,
         "template_hash": template_hash,
         "image_sha256": call.image_sha256,
         "image_max_side": image_max_side if call.image_sha256 else None,
@@ -103,10 +132,7 @@ def key_parts(
         "criterion_description": call.criterion_description,
         "order": call.order,
         "run_index": call.run_index,
-        "temperature": settings.temperature,
-        "top_p": settings.top_p,
-        "max_tokens": settings.max_tokens,
-        "seed": settings.seed_for(call.run_index),
+        **settings.key_fields(call.run_index),
     }
 
 
@@ -181,14 +207,3 @@ def verdict_in_row_terms(parsed: str | None, order: str) -> str | None:
     if parsed is None or order != "ba":
         return parsed
     return MODEL_B if parsed == MODEL_A else MODEL_A
-
-
-VERIFIER_TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "prompts" / "verifier.txt"
-
-
-def verifier_body(output: str, settings: GenerationSettings) -> dict[str, Any]:
-    """The verifier's request: which response does this (unparsed) judge output prefer?"""
-    text = Template(VERIFIER_TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(
-        judge_output=output.strip()
-    )
-    return {**settings.body_fields(1), "messages": [{"role": "user", "content": text}]}

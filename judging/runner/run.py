@@ -11,6 +11,7 @@ finish, and the partial run is scored and marked partial.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import queue
 import time
@@ -25,6 +26,7 @@ from django.db.models import Max
 from aggregation.models import DatasetRow, DatasetVersion
 from annotation.models import Criterion, Sample
 from core.models import Job
+from core.outbound import api_key_env_problem, base_url_problem
 from judging.metrics import INVALID_LABEL
 from judging.models import JudgeCall, JudgeConfig, JudgeRun, Prediction, Scorecard
 from judging.prompt import DEFAULT_TEMPLATE, PromptTemplate, template_from_text
@@ -32,7 +34,8 @@ from judging.services.scoring import scorecard_compute
 
 from .cache import call_key, normalise_base_url
 from .client import ClientSettings
-from .engine import FAILED, UNPARSED, Answer, Engine, Task, VerifierSpec
+from .dialects import dialect_for
+from .engine import FAILED, TRUNCATED, UNPARSED, Answer, Engine, Task, VerifierSpec
 from .estimate import Estimate, estimate_run
 from .figures import CallRecord, combine_orders, cost_of, split_figures
 from .requests import (
@@ -77,10 +80,17 @@ def config_template(config: JudgeConfig) -> PromptTemplate:
 
 
 def api_key(config: JudgeConfig) -> str | None:
-    """The API key from the environment variable the config names (None when none is named)."""
+    """The API key from the environment variable the config names (None when none is named).
+
+    Only names the operator allows are read (``core.outbound.api_key_env_problem``), so a config
+    cannot send another secret of the worker's environment to a server of its choosing.
+    """
     name = config.api_key_env.strip()
     if not name:
         return None
+    problem = api_key_env_problem(name)
+    if problem:
+        raise RunnerError(problem, field="api_key_env")
     value = os.environ.get(name)
     if not value:
         raise RunnerError(
@@ -97,17 +107,30 @@ def generation(config: JudgeConfig) -> GenerationSettings:
         top_p=config.top_p,
         max_tokens=config.max_tokens,
         seed=config.seed,
+        reasoning_effort=config.reasoning_effort,
+        chat_template_kwargs=dict(config.chat_template_kwargs or {}),
+        extra_body=dict(config.extra_body or {}),
+        runs=config.runs,
+        fixed_sampling=dialect_for(config.api_style).fixed_sampling,
     )
 
 
 def client_settings(config: JudgeConfig) -> ClientSettings:
+    for url in config.urls:
+        problem = base_url_problem(url)
+        if problem:
+            raise RunnerError(f"{url[:80]}: {problem}", field="base_url")
     return ClientSettings(
         base_url=normalise_base_url(config.base_url),
+        replicas=tuple(normalise_base_url(u) for u in config.replica_urls or []),
         api_key=api_key(config),
         timeout=config.timeout_seconds,
         retries=config.retries,
         concurrency=config.concurrency,
         rpm=config.rpm,
+        dialect=config.api_style,
+        api_version=config.api_version,
+        model=config.model,
     )
 
 
@@ -144,27 +167,33 @@ def version_calls(version: DatasetVersion, config: JudgeConfig) -> list[RowCall]
                     sha = image_sha256(handle.read())
             images[sample.external_id] = (sample.image.name, sha)
     calls = []
-    for qid, prompt, split, criterion, data in rows:
-        name, description = criteria.get((split, criterion), (criterion, ""))
+    by_prompt: dict[str, list[tuple]] = {}
+    for row in rows:
+        by_prompt.setdefault(row[1], []).append(row)
+    # A prompt's calls back to back, its criteria last: the calls of one run and order share
+    # everything but the criterion, so a server with prefix caching reuses their prefill.
+    for prompt, prompt_rows in by_prompt.items():
         image_name, sha = images.get(prompt, ("", ""))
-        for run in range(1, config.runs + 1):
-            for order in orders_of(config):
-                calls.append(
-                    RowCall(
-                        question_id=qid,
-                        split=split,
-                        criterion=criterion,
-                        criterion_name=name,
-                        criterion_description=description,
-                        question=str(data.get("question") or ""),
-                        response_a=str(data.get("pred_a") or ""),
-                        response_b=str(data.get("pred_b") or ""),
-                        image_name=image_name,
-                        image_sha256=sha,
-                        run_index=run,
-                        order=order,
-                    )
+        for run, order, (qid, _, split, criterion, data) in itertools.product(
+            range(1, config.runs + 1), orders_of(config), prompt_rows
+        ):
+            name, description = criteria.get((split, criterion), (criterion, ""))
+            calls.append(
+                RowCall(
+                    question_id=qid,
+                    split=split,
+                    criterion=criterion,
+                    criterion_name=name,
+                    criterion_description=description,
+                    question=str(data.get("question") or ""),
+                    response_a=str(data.get("pred_a") or ""),
+                    response_b=str(data.get("pred_b") or ""),
+                    image_name=image_name,
+                    image_sha256=sha,
+                    run_index=run,
+                    order=order,
                 )
+            )
     return calls
 
 
@@ -173,13 +202,11 @@ def keys_for(
 ) -> list[str]:
     """The cache key of every call."""
     settings = generation(config)
-    base = normalise_base_url(config.base_url)
     return [
         call_key(
             key_parts(
                 call,
                 kind=kind,
-                base_url=base,
                 template_hash=template.sha256,
                 settings=settings,
                 image_max_side=config.image_max_side,
@@ -201,9 +228,13 @@ def calls_by_key(keys: Iterable[str], *, answered_only: bool = False) -> dict[st
     return found
 
 
-def stored_calls(keys: Iterable[str]) -> dict[str, JudgeCall]:
-    """The answered calls among ``keys`` (a failed call is asked again, so it is left out)."""
-    return calls_by_key(keys, answered_only=True)
+def stored_calls(keys: Iterable[str], *, retry_truncated: bool = False) -> dict[str, JudgeCall]:
+    """The answered calls among ``keys`` (a failed call is asked again, so it is left out; so is
+    a truncated one when ``retry_truncated``: the config now allows a larger budget)."""
+    found = calls_by_key(keys, answered_only=True)
+    if retry_truncated:
+        found = {k: c for k, c in found.items() if c.parse_method != TRUNCATED}
+    return found
 
 
 def body_maker(config: JudgeConfig, template: PromptTemplate) -> Callable[[Task], dict[str, Any]]:
@@ -236,12 +267,14 @@ def _record(answer: Answer, config: JudgeConfig, kind: str) -> JudgeCall:
     return JudgeCall(
         key=answer.task.key,
         kind=kind,
-        base_url=normalise_base_url(config.base_url),
+        base_url=outcome.base_url or normalise_base_url(config.base_url),
         model=config.model,
         order=call.order,
         run_index=call.run_index,
         image_sha256=call.image_sha256,
         raw_output=outcome.text,
+        reasoning_output=outcome.reasoning,
+        reasoning_tokens=outcome.reasoning_tokens,
         verdict=answer.verdict or "",
         parse_method=answer.parse_method,
         verifier_output=verifier.text if verifier else "",
@@ -274,6 +307,7 @@ class Tally:
 
     made: int = 0
     failed: int = 0
+    truncated: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -286,6 +320,7 @@ class Tally:
         for answer in answers:
             self.made += 1
             self.failed += answer.parse_method == FAILED
+            self.truncated += answer.parse_method == TRUNCATED
             self.prompt_tokens += answer.outcome.prompt_tokens
             self.completion_tokens += answer.outcome.completion_tokens
             if answer.verifier is not None:
@@ -314,6 +349,8 @@ def progress_line(tally: Tally, cached: int, config: JudgeConfig) -> str:
     parts.append("1 cache hit" if cached == 1 else f"{cached:,} cache hits")
     if tally.failed:
         parts.append("1 failed" if tally.failed == 1 else f"{tally.failed:,} failed")
+    if tally.truncated:
+        parts.append(f"{tally.truncated:,} truncated")
     return " · ".join(parts)
 
 
@@ -334,6 +371,8 @@ class CallsOutcome:
     tally: Tally
     cached: int
     stop_reason: str = ""
+    #: What the client learnt of refused parameters, each as ``Adaptation.as_dict``.
+    adaptations: list[dict[str, str]] = field(default_factory=list)
 
 
 def make_calls(
@@ -360,6 +399,7 @@ def make_calls(
         verifier=_verifier(config),
         transport=transport,
         budget_tokens=config.budget_tokens,
+        retry_max_tokens=config.retry_max_tokens,
     ).start()
     budget = config.budget_tokens
     try:
@@ -386,6 +426,7 @@ def make_calls(
             store_answers(rest, config, kind)
         raise
     engine.join()
+    outcome.adaptations = [a.as_dict() for a in engine.adaptations]
     if engine.error is not None:
         raise engine.error
     return outcome
@@ -409,6 +450,8 @@ class RunResult:
     stop_reason: str
     failures: list[dict[str, Any]]
     currency: str = ""
+    truncated: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One paragraph for a person."""
@@ -425,8 +468,16 @@ class RunResult:
                 else f" {self.failed:,} calls failed after their retries (their rows count "
                 "as missing)."
             )
+        if self.truncated:
+            text += (
+                f" {self.truncated:,} answers were cut at the token budget before their verdict "
+                "(truncated: counted as wrong and listed apart; raise max tokens)."
+            )
+        extra = [w for w in self.warnings if w != self.stop_reason]
         if self.stop_reason:
             text += f" {self.stop_reason}"
+        if extra:
+            text += " " + " ".join(extra)
         if self.partial:
             text += " The scorecard is marked partial."
         return text
@@ -462,7 +513,8 @@ def judge_run_execute(
         client_settings(config.verifier)
     calls = version_calls(version, config)
     keys = keys_for(calls, config, template)
-    before = stored_calls(keys)
+    retry = (config.retry_max_tokens or 0) > config.max_tokens
+    before = stored_calls(keys, retry_truncated=retry)
     cached_at = {i for i, k in enumerate(keys) if k in before}
     estimate = estimate_run(
         calls,
@@ -504,12 +556,39 @@ def judge_run_execute(
     )
 
 
+def _truncated_row(record: JudgeCall, qid: str, run: int) -> dict[str, Any]:
+    return {
+        "run": run,
+        "question_id": qid,
+        "order": record.order,
+        "completion_tokens": record.completion_tokens,
+        "reasoning_tokens": record.reasoning_tokens,
+    }
+
+
+def run_warnings(config: JudgeConfig, outcome: CallsOutcome) -> list[str]:
+    """What a reader of the run's figures should know: a stop, identical runs, adaptations."""
+    warnings = [outcome.stop_reason] if outcome.stop_reason else []
+    if generation(config).identical_runs():
+        warnings.append(
+            f"{config.runs} runs at temperature 0: the runs will be (nearly) identical, so "
+            "their majority vote adds little; sample (temperature above 0) to scale at test time."
+        )
+    for adaptation in outcome.adaptations:
+        change = f"sent as {adaptation['replacement']}" if adaptation["replacement"] else "left out"
+        warnings.append(
+            f"The server refused {adaptation['param']}; it was {change} "
+            f"(the server said: {adaptation['reason']})."
+        )
+    return warnings
+
+
 def call_label(call: JudgeCall | None) -> str | None:
     """A stored call as a row label: None (failed or never made), invalid (unparsed), or the
     verdict."""
     if call is None or call.parse_method == FAILED:
         return None
-    if call.parse_method == UNPARSED or not call.verdict:
+    if call.parse_method in (UNPARSED, TRUNCATED) or not call.verdict:
         return INVALID_LABEL
     return call.verdict
 
@@ -564,6 +643,7 @@ def _score(
                 completion_tokens=record.completion_tokens,
                 latency_ms=record.latency_ms,
                 cached=key in cached_keys,
+                reasoning_tokens=record.reasoning_tokens,
             )
         )
     price_in = _price(config.price_input_per_million)
@@ -573,8 +653,9 @@ def _score(
         for split, records in records_by_split.items()
     }
     questions = list(dict.fromkeys(c.question_id for c in calls))
-    per_run: dict[int, list[tuple[str, str, str]]] = {}
+    per_run: dict[int, list[tuple[str, str, str, list[str]]]] = {}
     unparsable: dict[int, list[dict[str, Any]]] = {}
+    truncated: dict[int, list[dict[str, Any]]] = {}
     for run in range(1, config.runs + 1):
         rows = []
         for qid in questions:
@@ -586,7 +667,8 @@ def _score(
             raw = ab.raw_output if ab else ""
             if both and ba is not None:
                 raw = f"{raw}\n\n[swapped order: Response 1 was B]\n{ba.raw_output}"
-            rows.append((qid, label, raw))
+            keys_of = [r.key for r in (ab, ba) if r is not None]
+            rows.append((qid, label, raw, keys_of))
             for record in (ab, ba):
                 if record is not None and record.parse_method == UNPARSED:
                     unparsable.setdefault(run, []).append(
@@ -597,6 +679,8 @@ def _score(
                             "text": record.raw_output.strip()[-200:],
                         }
                     )
+                elif record is not None and record.parse_method == TRUNCATED:
+                    truncated.setdefault(run, []).append(_truncated_row(record, qid, run))
         per_run[run] = rows
     if not any(per_run.values()):
         first = failures[0]["error"] if failures else "no call was made"
@@ -617,6 +701,10 @@ def _score(
         "top_p": config.top_p,
         "max_tokens": config.max_tokens,
         "seed": config.seed,
+        "api_style": config.api_style,
+        "replicas": len(config.urls),
+        "reasoning_effort": config.reasoning_effort,
+        "retry_max_tokens": config.retry_max_tokens,
         "template": template.name,
         "verifier": config.verifier.name if config.verifier else None,
         "currency": config.currency,
@@ -632,14 +720,18 @@ def _score(
         runs = []
         for run, rows in per_run.items():
             listed = unparsable.get(run, [])
+            cut = truncated.get(run, [])
             stats = {
                 "rows_in_scope": len(questions),
                 "accepted": len(rows),
                 "missing": len(questions) - len(rows),
-                "invalid": sum(1 for _, label, _ in rows if label == INVALID_LABEL),
+                "invalid": sum(1 for _, label, _, _ in rows if label == INVALID_LABEL),
                 "unparsable": len(listed),
                 "unparsable_rows": listed[:_UNPARSABLE_LISTED],
-                "warnings": [outcome.stop_reason] if outcome.stop_reason else [],
+                "truncated": len(cut),
+                "truncated_rows": cut[:_UNPARSABLE_LISTED],
+                "adaptations": outcome.adaptations,
+                "warnings": run_warnings(config, outcome),
                 "runner_run": run,
                 "partial": partial,
                 "stop_reason": outcome.stop_reason,
@@ -659,8 +751,10 @@ def _score(
             )
             Prediction.objects.bulk_create(
                 (
-                    Prediction(run=judge_run, question_id=q, prediction=p, raw_output=r)
-                    for q, p, r in rows
+                    Prediction(
+                        run=judge_run, question_id=q, prediction=p, raw_output=r, call_keys=k
+                    )
+                    for q, p, r, k in rows
                 ),
                 batch_size=2000,
             )
@@ -675,6 +769,8 @@ def _score(
         made=outcome.tally.made,
         cached=outcome.cached,
         failed=n_failed,
+        truncated=sum(len(rows) for rows in truncated.values()),
+        warnings=run_warnings(config, outcome),
         tokens=tokens_all,
         cost=cost_of(prompt_all, completion_all, price_in, price_out),
         partial=partial,

@@ -194,6 +194,10 @@ def _indexes_for(
     return list(range(start, start + len(file_runs)))
 
 
+#: The verifier fallback: (parsed predictions, the rows' question ids) -> the rows it asked about.
+Verify = Callable[[ParsedPredictions, list[str]], list[dict[str, Any]]]
+
+
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
 
@@ -212,8 +216,12 @@ def judge_run_upload(
     job: Job | None = None,
     progress: Progress | None = None,
     tie_margin: float = 0.0,
+    verify: Verify | None = None,
 ) -> UploadResult:
     """Store a predictions file as runs of ``judge`` and recompute the judge's scorecards.
+
+    ``verify`` is the verifier fallback (``judging.runner.fallback``): it reads the outputs the
+    parser cannot and returns the rows it asked about; the decided ones are marked in the stats.
 
     ``judge`` may be empty when the file names it (a ``judge`` column). ``split`` limits the
     upload to one split (lines of the other split are errors, or skipped when ``lenient``).
@@ -240,9 +248,10 @@ def judge_run_upload(
     contested = contested_from_version(version)
     progress(0, None, "Reading the predictions file")
     try:
+        index = DatasetIndex(rows, contested)
         parsed = read_predictions(
             file,
-            dataset_index=DatasetIndex(rows, contested),
+            dataset_index=index,
             lenient=lenient,
             split=split,
             progress=lambda done, total=None: progress(done, total, "Reading the predictions file"),
@@ -250,6 +259,7 @@ def judge_run_upload(
         )
     except InputFileError as exc:
         raise UploadRejected.from_file_error(exc) from None
+    verified = verify(parsed, index.question_id) if verify is not None else []
     if parsed.judge and judge and parsed.judge != judge:
         raise UploadRejected(
             f"the file's judge column says {parsed.judge!r}, not {judge!r}", field="judge"
@@ -275,6 +285,8 @@ def judge_run_upload(
             stats = parsed.stats(file_run)
             stats["unparsable_rows"] = stats["unparsable_rows"][:_UNPARSABLE_LISTED]
             stats.update({"file_run": file_run, "split": split, "lenient": lenient})
+            if verify is not None:
+                stats.update(_verified_stats(verified, file_run))
             stats["predictions"] = int(np.not_equal(parsed.runs[file_run], None).sum())
             on_contested = parsed.contested.get(file_run)
             if on_contested is not None:
@@ -309,6 +321,17 @@ def judge_run_upload(
                 _contested_insert(run, parsed, file_run, contested_qids)
         scorecards = scorecard_compute(version=version, judge=judge, rows=rows)
     return UploadResult(runs=runs, scorecards=scorecards, warnings=list(parsed.warnings))
+
+
+def _verified_stats(verified: list[dict[str, Any]], run: int) -> dict[str, Any]:
+    """The verifier's part of a run's stats: the rows it was asked about and those it decided."""
+    mine = [v for v in verified if v["run"] == run]
+    decided = [v for v in mine if v["verdict"]]
+    return {
+        "verifier_asked": len(mine),
+        "verified": len(decided),
+        "verified_rows": decided[:_UNPARSABLE_LISTED],
+    }
 
 
 def _predictions_insert(run: JudgeRun, rows: Iterable[tuple]) -> None:
@@ -437,7 +460,22 @@ def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
         "stop_reason": stats.get("stop_reason", ""),
         "config": stats.get("config", {}),
         "failures": stats.get("failures", []),
+        "warnings": stats.get("warnings", []),
+        "adaptations": stats.get("adaptations", []),
+        "truncated_rows": stats.get("truncated_rows", []),
     }
+
+
+def scaling_curve(rows: ScoreInput, arrays: list[np.ndarray], split: str) -> list[dict[str, Any]]:
+    """Test-time scaling: PAcc, TOS, CMR and Avg of the majority vote over the first 1, 3, 5 …
+    runs (and all of them), in run order; point estimates (no bootstrap)."""
+    counts = sorted({*range(1, len(arrays) + 1, 2), len(arrays)})
+    voted = [arrays[0] if m == 1 else majority_vote_codes(np.stack(arrays[:m])) for m in counts]
+    results = score_many(rows, voted, split=split, n_boot=0)
+    return [
+        {"runs": m, **_headline(fig), "overall": (fig.get("overall") or {}).get("value")}
+        for m, fig in zip(counts, results, strict=True)
+    ]
 
 
 def _headline(figures: dict[str, Any]) -> dict[str, float | None]:
@@ -474,6 +512,8 @@ def scorecard_compute(
         figures, per_run = results[-1], results[: len(covered)]
         hashes = sorted({run.template_hash for run, _ in covered if run.template_hash})
         figures["vote"] = {"n_runs": len(covered), "rule": VOTE_RULE}
+        if len(covered) > 2:
+            figures["scaling"] = scaling_curve(rows, [code for _, code in covered], split)
         figures["runs"] = [
             {
                 "run_id": run.pk,
@@ -545,6 +585,7 @@ def predictions_upload_enqueue(
     lenient: bool = False,
     split: str | None = None,
     tie_margin: float = 0.0,
+    verifier_id: int | None = None,
 ) -> Job:
     """Keep the uploaded file and queue the job that stores and scores it."""
     from ..tasks import predictions_score
@@ -567,6 +608,7 @@ def predictions_upload_enqueue(
                 "lenient": lenient,
                 "split": split,
                 "tie_margin": tie_margin,
+                "verifier_id": verifier_id,
                 "path": path,
                 "filename": Path(getattr(file, "name", "") or path).name,
             },

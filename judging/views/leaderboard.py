@@ -263,6 +263,7 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                     lenient=form.cleaned_data["lenient"],
                     split=form.cleaned_data["split"] or None,
                     tie_margin=form.cleaned_data["tie_margin"],
+                    verifier_id=getattr(form.cleaned_data["verifier"], "pk", None),
                     file=form.cleaned_data["file"],
                     by=request.user,
                 )

@@ -94,10 +94,9 @@ def responses_in(text: str) -> dict[str, str]:
 
 def default_answer(text: str) -> str:
     """The judge's deterministic answer to a prompt text."""
-    if "[Assessment]" in text:
-        assessment = text.split("[Assessment]", 1)[1]
-        number = "2" if "second" in assessment.lower() else "1"
-        return f"Response {number} is better."
+    if "[End of the assessment]" in text:  # the verifier: a one-word answer
+        assessment = text.split("[End of the assessment]", 1)[1].split("[End]", 1)[0]
+        return "2" if "second" in assessment.lower() else "1"
     if "UNPARSABLE" in text:
         return "Both responses have merits; I prefer the second one overall."
     found = responses_in(text)

@@ -49,7 +49,10 @@ prefix sent before.
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
+import io
 import json
 import re
 from bisect import bisect_left
@@ -57,6 +60,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote
+
+from PIL import Image
 
 IMAGE_TOKENS = 100
 CHARS_PER_TOKEN = 4
@@ -430,9 +435,29 @@ class HasPrompt(Protocol):
     def prompt(self) -> str: ...
 
 
+#: The side of the pixel square one image token covers (a 2 x 2 merge of 14-px patches, as the
+#: Qwen2-VL family counts).
+PIXELS_PER_TOKEN_SIDE = 28
+
+
+@functools.lru_cache(maxsize=64)
+def image_tokens(url: str) -> int:
+    """An image's prompt tokens as a patch-based vision encoder counts them (its size in 28-px
+    squares); ``IMAGE_TOKENS`` for an image that is not an inline data URL."""
+    if not url.startswith("data:") or "," not in url:
+        return IMAGE_TOKENS
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
+            width, height = image.size
+    except (ValueError, OSError):
+        return IMAGE_TOKENS
+    side = PIXELS_PER_TOKEN_SIDE
+    return max(1, -(-width // side) * -(-height // side))
+
+
 def _image_mark(url: str) -> str:
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
-    return f"<image {digest}>".ljust(IMAGE_TOKENS * CHARS_PER_TOKEN, "~")
+    return f"<image {digest}>".ljust(image_tokens(url) * CHARS_PER_TOKEN, "~")
 
 
 def _part_text(part: Any) -> str:

@@ -69,6 +69,8 @@ def test_a_killed_panel_worker_resumes_from_the_cache(tmp_path, lead, project):
     assert set(PanelLabel.objects.values_list("job_id", flat=True)) == {job.pk}
     # The same panel undisturbed, on another server (nothing from the cache): the same labels.
     with FakeOpenAI() as other:
-        fresh = judge_config(other.url, name="fresh-judge", concurrency=CONCURRENCY)
+        fresh = judge_config(
+            other.url, name="fresh-judge", model="fresh-model", concurrency=CONCURRENCY
+        )
         assert panel_run_execute(project=project, configs=[fresh]).made == CALLS
     assert panel_labels() == resumed

@@ -99,7 +99,13 @@ def test_both_orders_scorecard(server, version, lead):
     assert consistency["per_criterion"]["completeness"] == {"value": 66.67, "agree": 2, "n": 3}
     assert consistency["per_criterion"]["hallucination"] == {"value": 100.0, "agree": 3, "n": 3}
     assert runner["a_share"] == {"ab": {"value": 66.67, "n": 6}, "ba": {"value": 50.0, "n": 6}}
-    assert runner["parse"] == {"direct": 12, "verifier": 0, "unparsed": 0, "failed": 0}
+    assert runner["parse"] == {
+        "direct": 12,
+        "verifier": 0,
+        "unparsed": 0,
+        "truncated": 0,
+        "failed": 0,
+    }
     expected_tokens = sum(
         len(r.text()) // 4 + 100 + len(server.answer(r.text())) // 4 for r in server.requests
     )
@@ -200,11 +206,11 @@ def test_verifier_reads_an_unparsed_output(server, project, lead):
     config = judge_config(server.url, verifier=verifier)
     judge_run_execute(version=version, config=config, by=lead)
     assert [r.body["model"] for r in server.requests] == ["fake-vl-7b", "verifier-model"]
-    assert "[Assessment]" in server.requests[1].text()
+    assert "[End of the assessment]" in server.requests[1].text()
     assert "prefer the second one" in server.requests[1].text()
     call = JudgeCall.objects.get()
     assert (call.parse_method, call.verdict) == ("verifier", "model_b")
-    assert call.verifier_output == "Response 2 is better."
+    assert call.verifier_output == "2"
     run = JudgeRun.objects.get(version=version)
     assert dict(run.predictions.values_list("question_id", "prediction")) == {
         "p1__completeness": "model_b"
@@ -218,12 +224,12 @@ def test_verifier_reads_an_unparsed_output(server, project, lead):
 
 
 def test_missing_api_key_variable_is_refused(server, version, lead, monkeypatch):
-    monkeypatch.delenv("FAKE_JUDGE_KEY", raising=False)
-    config = judge_config(server.url, api_key_env="FAKE_JUDGE_KEY")
-    with pytest.raises(RunnerError, match="the environment variable FAKE_JUDGE_KEY is not set"):
+    monkeypatch.delenv("JUDGE_KEY_FAKE", raising=False)
+    config = judge_config(server.url, api_key_env="JUDGE_KEY_FAKE")
+    with pytest.raises(RunnerError, match="the environment variable JUDGE_KEY_FAKE is not set"):
         judge_run_execute(version=version, config=config, by=lead)
     assert server.requests == []
-    monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-test-123")
+    monkeypatch.setenv("JUDGE_KEY_FAKE", "sk-test-123")
     judge_run_execute(version=version, config=config, by=lead)
     assert {r.headers.get("Authorization") for r in server.requests} == {"Bearer sk-test-123"}
     assert "sk-test-123" not in str(JudgeRun.objects.get(version=version).stats)

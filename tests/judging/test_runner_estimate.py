@@ -50,7 +50,6 @@ def key(call: RowCall, **settings) -> str:
         key_parts(
             call,
             kind="criterion",
-            base_url=normalise_base_url("http://127.0.0.1:8000/v1/"),
             template_hash="t",
             settings=GenerationSettings(**values),
             image_max_side=1536,
@@ -75,8 +74,16 @@ def test_every_part_of_the_request_changes_the_key():
         key(row_call(), top_p=0.9),
         key(row_call(), max_tokens=10),
         key(row_call(), seed=3),
+        key(row_call(), reasoning_effort="high"),
+        key(row_call(), chat_template_kwargs={"enable_thinking": False}),
+        key(row_call(), extra_body={"top_k": 20}),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
+    # The server is no part of the key: replicas and moves re-ask nothing.
+    assert "base_url" not in key_parts(
+        row_call(), kind="criterion", template_hash="t",
+        settings=GenerationSettings(model="m"), image_max_side=1536,
+    )  # fmt: skip
     assert normalise_base_url("http://h/v1/chat/completions") == "http://h/v1"
 
 

@@ -87,31 +87,31 @@ def test_run_form_errors(client, lead, project):
 def test_failed_run_shows_the_error(client, lead, project, django_capture_on_commit_callbacks):
     version = runner_version(project)
     client.force_login(lead)
-    config = judge_config("http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VARIABLE", retries=0)
+    config = judge_config("http://127.0.0.1:9/v1", api_key_env="JUDGE_KEY_NO_SUCH_VARIABLE", retries=0)
     start = reverse("judge-run-start", args=[project.slug, version.number])
     with django_capture_on_commit_callbacks(execute=True):
         client.post(start, {"config": config.pk}, headers=HTMX)
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED
     status = client.get(reverse("judge-run-status", args=[project.slug, 1, job.pk]))
-    assert "the environment variable NO_SUCH_KEY_VARIABLE is not set" in status.content.decode()
+    assert "the environment variable JUDGE_KEY_NO_SUCH_VARIABLE is not set" in status.content.decode()
 
 
 def test_configs_page_creates_and_edits(client, lead):
     client.force_login(lead)
     url = reverse("judge-configs")
     assert "No judge config yet" in client.get(url).content.decode()
-    answer = client.post(url, config_post(api_key_env="OPENAI_API_KEY"))
+    answer = client.post(url, config_post(api_key_env="JUDGE_KEY_OPENAI"))
     assert answer.status_code == 302
     config = JudgeConfig.objects.get()
     assert (config.model, config.orders, config.api_key_env, config.created_by) == (
         "qwen2-vl-7b",
         "both",
-        "OPENAI_API_KEY",
+        "JUDGE_KEY_OPENAI",
         lead,
     )
     page = client.get(url).content.decode()
-    assert "qwen2-vl-7b" in page and "OPENAI_API_KEY" in page
+    assert "qwen2-vl-7b" in page and "JUDGE_KEY_OPENAI" in page
     edit = reverse("judge-config-edit", args=[config.pk])
     template = SimpleUploadedFile("mine.txt", b"$question\n$response_1\n$response_2\n")
     answer = client.post(edit, {**config_post(runs="3"), "template_file": template})
@@ -135,8 +135,8 @@ def test_config_errors_name_the_field(client, lead):
     assert answer.status_code == 400
     form = answer.context["form"]
     assert form.errors["api_key_env"] == [
-        "Give the name of an environment variable (letters, digits and underscores), "
-        "not the key itself."
+        "Give the name of an environment variable (letters, digits and underscores, not "
+        "starting with a digit), not the key itself."
     ]
     assert form.errors["temperature"] == ["Ensure this value is less than or equal to 2.0."]
     assert form.errors["concurrency"] == ["Ensure this value is greater than or equal to 1."]

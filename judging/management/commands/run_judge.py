@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from decimal import Decimal
@@ -18,14 +19,21 @@ from judging.models import JudgeConfig, JudgeRun
 from judging.predictions import DatasetIndex, read_predictions
 from judging.prompt import TemplateFileError, load_template
 from judging.report import FORMATS, JudgeInput, render, score_judges
+from judging.runner.dialects import DIALECTS
 from judging.runner.estimate import Estimate
 from judging.runner.figures import runner_lines
+from judging.runner.presets import PRESETS, VERIFIER_NEEDED
 from judging.runner.run import RunnerError, judge_run_execute
 
 #: Command-line flag -> JudgeConfig field.
 FLAGS = {
-    "base_url": "--base-url",
     "model": "--model",
+    "api_style": "--api-style",
+    "api_version": "--api-version",
+    "reasoning_effort": "--reasoning-effort",
+    "chat_template_kwargs": "--chat-template-kwargs",
+    "extra_body": "--extra-body",
+    "retry_max_tokens": "--retry-max-tokens",
     "api_key_env": "--api-key-env",
     "runs": "--runs",
     "orders": "--orders",
@@ -46,6 +54,17 @@ FLAGS = {
 _BAR = 24
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line (argparse reports the error with the flag)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("give a JSON object, e.g. '{\"key\": 1}'")
+    return value
+
+
 class Command(BaseCommand):
     help = (
         "Run a judge over every row of a dataset version (one call per row, run and order), "
@@ -58,8 +77,49 @@ class Command(BaseCommand):
         parser.add_argument("version", help="The version number (3 or v3).")
         parser.add_argument("--config", help="A saved judge config; the flags below override it.")
         parser.add_argument("--name", help="The judge's name on the leaderboard.")
-        parser.add_argument("--base-url", help="The server's API root, e.g. http://host:8000/v1.")
+        parser.add_argument(
+            "--base-url",
+            action="append",
+            help="The server's API root, e.g. http://host:8000/v1; give it several times for "
+            "replicas of one model (each call goes to the one with the fewest calls in flight).",
+        )
         parser.add_argument("--model")
+        parser.add_argument(
+            "--api-style",
+            choices=list(DIALECTS),
+            help="How the provider reads a request: "
+            + "; ".join(f"{d.key}: {d.label}" for d in DIALECTS.values())
+            + ". A parameter the server refuses is adapted to anyway.",
+        )
+        parser.add_argument("--api-version", help="Azure OpenAI's api-version (deployment path).")
+        parser.add_argument(
+            "--reasoning-effort", choices=[c for c in JudgeConfig.ReasoningEffort.values if c]
+        )
+        parser.add_argument(
+            "--chat-template-kwargs",
+            type=_json_object,
+            help="vLLM / SGLang chat template options as JSON, e.g. '{\"enable_thinking\": true}'.",
+        )
+        parser.add_argument(
+            "--extra-body", type=_json_object, help="Further request fields as a JSON object."
+        )
+        parser.add_argument(
+            "--retry-max-tokens",
+            type=int,
+            help="Ask an answer cut at the budget before its verdict once more with this budget.",
+        )
+        parser.add_argument(
+            "--preset",
+            choices=list(PRESETS),
+            help="Named settings: "
+            + "; ".join(f"{p.key}: {p.describe()}" for p in PRESETS.values())
+            + " (flags given beside it win).",
+        )
+        parser.add_argument(
+            "--verifier",
+            help="A saved judge config that reads the verdict of an output the parser cannot "
+            "read (its last four lines).",
+        )
         parser.add_argument("--api-key-env", help="Name of the variable holding the API key.")
         parser.add_argument("--runs", type=int)
         parser.add_argument("--orders", choices=JudgeConfig.Orders.values)
@@ -129,6 +189,9 @@ class Command(BaseCommand):
             if not options["base_url"] or not options["model"]:
                 raise CommandError("give --base-url and --model, or --config NAME")
             config = JudgeConfig(name=options["name"] or options["model"])
+        self._preset_and_verifier(config, options)
+        if options["base_url"]:
+            config.base_url, *config.replica_urls = options["base_url"]
         for field, flag in FLAGS.items():
             value = options.get(flag.removeprefix("--").replace("-", "_"))
             if value is None:
@@ -144,12 +207,29 @@ class Command(BaseCommand):
         try:
             config.full_clean(exclude=["name", "verifier", "created_by"], validate_unique=False)
         except ValidationError as exc:
+            shown = {**FLAGS, "base_url": "--base-url", "replica_urls": "--base-url"}
             problems = [
-                f"{FLAGS.get(field, field)}: {' '.join(messages)}"
+                f"{shown.get(field, field)}: {' '.join(messages)}"
                 for field, messages in exc.message_dict.items()
             ]
             raise CommandError("; ".join(problems)) from None
         return config
+
+    def _preset_and_verifier(self, config: JudgeConfig, options: dict[str, Any]) -> None:
+        """Apply ``--preset`` (before the flags, which win) and ``--verifier``."""
+        if options["verifier"]:
+            verifier = JudgeConfig.objects.filter(name=options["verifier"]).first()
+            if verifier is None:
+                raise CommandError(f"--verifier: no judge config named {options['verifier']!r}")
+            config.verifier = verifier
+        preset = PRESETS.get(options["preset"] or "")
+        if preset is None:
+            return
+        preset.apply(config)
+        if preset.needs_verifier and config.verifier is None:
+            raise CommandError(
+                "--preset " + VERIFIER_NEEDED.format(preset=preset.key) + " with --verifier NAME"
+            )
 
     def _estimate(self, estimate: Estimate) -> None:
         self.stderr.write(f"Estimate: {estimate.text()}.")
