@@ -174,17 +174,20 @@ def test_prompt_orders_the_parts_and_asks_for_the_final_line():
         criterion_name="Visual Grounding & Details",
         description="Reward precise attributes.\n\nPenalize generic statements.",
     )
+    # What a pair's calls share comes first, the criterion last: a server with prefix caching
+    # reuses the prefill of the question and responses across the pair's criteria.
     order = [
-        text.index("strictly and only by the following criterion"),
-        text.index("Visual Grounding & Details"),
-        text.index("Penalize generic statements."),
         text.index("How many cats?"),
         text.index("[Response 1]\nTwo cats."),
         text.index("[Response 2]\nThree cats."),
+        text.index("strictly and only by the criterion below"),
         text.index("justification"),
         text.index('"Response 1 is better."'),
+        text.index("Visual Grounding & Details"),
+        text.index("Penalize generic statements."),
     ]
     assert order == sorted(order)
+    assert text.rstrip().endswith("Penalize generic statements.")
     assert "$" not in text
 
 

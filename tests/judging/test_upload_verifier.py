@@ -3,7 +3,12 @@ four lines read by a verifier judge config, and every row it decided is marked."
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from core.models import Job
@@ -91,3 +96,32 @@ def test_the_upload_form_takes_a_verifier(
     html = client.get(scorecard).content.decode()
     assert "2 outputs read by the verifier (of 2 the parser could not read)" in html
     assert Scorecard.objects.filter(judge="critic-judge").exists()
+
+
+def test_score_judge_takes_a_verifier(tmp_path, db):
+    data = Path(__file__).parent / "data"
+    lines = [json.loads(line) for line in (data / "judge_alpha.jsonl").read_text().splitlines()]
+    for line in lines:
+        if line["question_id"] == "r2__efficiency":  # a "tie": now an output nobody can parse
+            del line["prediction"]
+            line["critic"] = "A hard call.\nI lean to the second one overall."
+    predictions = tmp_path / "judge_alpha.jsonl"
+    predictions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with FakeOpenAI() as server:
+        judge_config(server.url, name="small-verifier", model="verifier-model")
+        out, err = io.StringIO(), io.StringIO()
+        call_command(
+            "score_judge", str(data / "rows.jsonl"), str(predictions),
+            "--verifier", "small-verifier", "--format", "json", "--n-boot", "0",
+            stdout=out, stderr=err,
+        )  # fmt: skip
+        asked = [r.text() for r in server.requests]
+    assert len(asked) == 1  # the one unparsed output
+    assert "the verifier small-verifier decided 1 of 1 unparsed output:" in err.getvalue()
+    assert "run 1, r2__efficiency: model_b" in err.getvalue()
+    alpha = json.loads(out.getvalue())["judges"]["judge_alpha"]
+    assert alpha["parse"]["unparsable_rows"] == []
+    assert alpha["scores"]["reasoning"]["counts"]["invalid"] == 0
+    with pytest.raises(CommandError, match="--verifier: no judge config named 'nobody'"):
+        call_command("score_judge", str(data / "rows.jsonl"), str(data / "judge_alpha.jsonl"),
+                     "--verifier", "nobody")  # fmt: skip

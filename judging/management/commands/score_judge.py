@@ -11,6 +11,7 @@ from core.text import counted
 from judging.datasets import resolve_dataset
 from judging.errors import InputFileError, PredictionsFileRejected
 from judging.metrics import SPLIT_ORDER
+from judging.models import JudgeConfig
 from judging.predictions import DatasetIndex, read_predictions
 from judging.report import (
     FORMATS,
@@ -20,6 +21,8 @@ from judging.report import (
     render,
     score_judges,
 )
+from judging.runner.fallback import verifier_fallback
+from judging.runner.run import RunnerError
 
 _LISTED = 10
 
@@ -67,6 +70,13 @@ class Command(BaseCommand):
             help="Dataset rows without a prediction: count as wrong (default, as the published "
             "evaluation does) or skip them (a partial run; the skipped rows are named).",
         )
+        parser.add_argument(
+            "--verifier",
+            metavar="CONFIG",
+            help="A saved judge config that reads the last four lines of each output the parser "
+            "cannot read and answers in one word, as the published evaluation's fallback does; "
+            "the rows it decides are listed.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["n_boot"] < 0:
@@ -87,6 +97,7 @@ class Command(BaseCommand):
         if options["split"] and options["split"] not in rows.splits:
             raise CommandError(f"{label} has no rows of split {options['split']!r}")
         index = DatasetIndex(rows)
+        verifier = self._verifier(options["verifier"])
         judges: list[JudgeInput] = []
         for path in options["predictions"]:
             try:
@@ -112,6 +123,8 @@ class Command(BaseCommand):
             name = judge_name(path, parsed)
             if any(j.name == name for j in judges):
                 raise CommandError(f"{path}: judge {name!r} is given twice (one file per judge)")
+            if verifier is not None:
+                self._verify(name, parsed, index, verifier)
             judges.append(JudgeInput(name=name, source=path, parsed=parsed))
             self._report_parse(name, parsed)
             missing = sum(parsed.missing.values())
@@ -130,6 +143,33 @@ class Command(BaseCommand):
             missing=options["missing"],
         )
         self.stdout.write(render(payload, options["format"], runs=options["runs"]), ending="")
+
+    def _verifier(self, name: str | None) -> JudgeConfig | None:
+        if not name:
+            return None
+        config = JudgeConfig.objects.filter(name=name).first()
+        if config is None:
+            raise CommandError(f"--verifier: no judge config named {name!r}")
+        return config
+
+    def _verify(self, name: str, parsed: Any, index: DatasetIndex, verifier: JudgeConfig) -> None:
+        """The verifier fallback on ``parsed``'s unparsed outputs, each decided row listed."""
+        try:
+            asked = verifier_fallback(parsed, question_ids=index.question_id, config=verifier)
+        except RunnerError as exc:
+            raise CommandError(f"--verifier {verifier.name}: {exc}") from None
+        if not asked:
+            return
+        decided = [v for v in asked if v.verdict]
+        self.stderr.write(
+            f"{name}: the verifier {verifier.name} decided {len(decided)} of "
+            f"{counted(len(asked), 'unparsed output')}:"
+        )
+        for item in asked[:_LISTED]:
+            outcome = item.verdict or f"undecided ({item.error or repr(item.answer[:40])})"
+            self.stderr.write(f"  run {item.run}, {item.question_id}: {outcome}")
+        if len(asked) > _LISTED:
+            self.stderr.write(f"  ... and {len(asked) - _LISTED} more")
 
     def _report_parse(self, name: str, parsed: Any) -> None:
         for warning in parsed.warnings:
