@@ -204,8 +204,11 @@ class JudgeClient:
         """``body`` as the server is sent it: in the dialect, with every adaptation made."""
         return adapted(self._dialect.wire_body(body), self.adaptations)
 
-    def _adapt(self, status: int, response: httpx.Response, sent: dict[str, Any]) -> bool:
-        """Learn from a refused parameter; True when the call should be sent again."""
+    def _adapt(
+        self, status: int, response: httpx.Response, body: dict[str, Any], sent: dict[str, Any]
+    ) -> bool:
+        """Learn from a refused parameter; True when the call should be sent again (its body
+        now reads differently: this adaptation, or one another call learnt meanwhile)."""
         if status != 400 or len(self.adaptations) >= _ADAPTATIONS_MAX:
             return False
         try:
@@ -215,10 +218,9 @@ class JudgeClient:
         learnt = adaptation_for(status, payload, sent)
         if learnt is None:
             return False
-        if any(a.param == learnt.param for a in self.adaptations):
-            return False
-        self.adaptations.append(learnt)
-        return True
+        if all(a.param != learnt.param for a in self.adaptations):
+            self.adaptations.append(learnt)
+        return self.wire_body(body) != sent
 
     async def complete(self, body: dict[str, Any]) -> CallOutcome:
         """Send ``body`` with retries; never raises for a server or network failure."""
@@ -252,7 +254,7 @@ class JudgeClient:
                 error = upstream_error_text(
                     status, response.headers.get("Content-Type", ""), response.content
                 )
-                if self._adapt(status, response, sent):
+                if self._adapt(status, response, body, sent):
                     continue  # the same call at once, without the refused parameter
                 if status != 429 and status < 500:
                     return CallOutcome(

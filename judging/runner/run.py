@@ -569,7 +569,8 @@ def _truncated_row(record: JudgeCall, qid: str, run: int) -> dict[str, Any]:
 def run_warnings(config: JudgeConfig, outcome: CallsOutcome) -> list[str]:
     """What a reader of the run's figures should know: a stop, identical runs, adaptations."""
     warnings = [outcome.stop_reason] if outcome.stop_reason else []
-    if generation(config).identical_runs():
+    sampling_fixed = any(a["param"] == "temperature" for a in outcome.adaptations)
+    if generation(config).identical_runs() and not sampling_fixed:
         warnings.append(
             f"{config.runs} runs at temperature 0: the runs will be (nearly) identical, so "
             "their majority vote adds little; sample (temperature above 0) to scale at test time."
@@ -653,6 +654,7 @@ def _score(
         for split, records in records_by_split.items()
     }
     questions = list(dict.fromkeys(c.question_id for c in calls))
+    split_of = {c.question_id: c.split for c in calls}
     per_run: dict[int, list[tuple[str, str, str, list[str]]]] = {}
     unparsable: dict[int, list[dict[str, Any]]] = {}
     truncated: dict[int, list[dict[str, Any]]] = {}
@@ -680,7 +682,8 @@ def _score(
                         }
                     )
                 elif record is not None and record.parse_method == TRUNCATED:
-                    truncated.setdefault(run, []).append(_truncated_row(record, qid, run))
+                    row = _truncated_row(record, qid, run)
+                    truncated.setdefault(run, []).append({**row, "split": split_of[qid]})
         per_run[run] = rows
     if not any(per_run.values()):
         first = failures[0]["error"] if failures else "no call was made"

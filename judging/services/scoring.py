@@ -462,7 +462,13 @@ def _runner_figures(runs: list[JudgeRun], split: str) -> dict[str, Any]:
         "failures": stats.get("failures", []),
         "warnings": stats.get("warnings", []),
         "adaptations": stats.get("adaptations", []),
-        "truncated_rows": stats.get("truncated_rows", []),
+        "truncated_rows": [
+            row
+            for r in runs
+            if r.source == JudgeRun.Source.RUNNER
+            for row in r.stats.get("truncated_rows", [])
+            if row.get("split", split) == split
+        ],
     }
 
 

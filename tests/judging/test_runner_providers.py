@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from judging.models import JudgeCall, JudgeRun, Scorecard
 from judging.runner.run import RunnerError, judge_run_execute
@@ -311,3 +312,19 @@ def test_loopback_servers_need_the_operator(version, lead, settings):
             judge_run_execute(version=version, config=config, by=lead)
         assert server.requests == []
     assert "tried" not in str(refused.value)  # refused at once, never retried
+
+
+def test_the_scorecard_shows_truncation_adaptations_and_the_scaling_curve(client, version, lead):
+    with FakeOpenAI(provider="openai-reasoning", reasoning_tokens=600, sampling=True) as server:
+        config = judge_config(server.url, runs=3, max_tokens=300, retry_max_tokens=None)
+        judge_run_execute(version=version, config=config, by=lead)
+    client.force_login(lead)
+    url = reverse("scorecard", args=[version.project.slug, version.number, "fake-judge"])
+    html = client.get(url).content.decode()
+    assert "18 truncated answers: cut at the token budget before a verdict" in html
+    assert '<strong>18</strong> <span class="muted" title=' in html  # the parse counts
+    assert "The server refused max_tokens; it was sent as max_completion_tokens" in html
+    assert 'id="scaling-title">Test-time scaling</h2>' in html
+    card = Scorecard.objects.get(version=version, judge="fake-judge")
+    assert [p["runs"] for p in card.figures["scaling"]] == [1, 3]
+    assert "of which 5,400 reasoning" in html  # 18 calls cut at 300 reasoning tokens

@@ -188,3 +188,76 @@ def test_a_run_whose_config_was_deleted_fails_clearly(
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED
     assert job.error == "the judge config of this run no longer exists"
+
+
+def test_the_config_form_takes_the_provider_settings(client, lead):
+    client.force_login(lead)
+    url = reverse("judge-configs")
+    page = client.get(url).content.decode()
+    for label in ("API style", "Replicas", "Preset", "Chat template options"):
+        assert label in page
+    answer = client.post(
+        url,
+        config_post(
+            api_style="azure",
+            api_version="2024-10-21",
+            reasoning_effort="low",
+            replicas="http://127.0.0.1:8001/v1\n\n http://127.0.0.1:8002/v1 ",
+            chat_template_kwargs='{"enable_thinking": true}',
+            extra_body='{"top_k": 20}',
+            retry_max_tokens="4096",
+        ),
+    )
+    assert answer.status_code == 302
+    config = JudgeConfig.objects.get()
+    assert (config.api_style, config.api_version, config.reasoning_effort) == (
+        "azure",
+        "2024-10-21",
+        "low",
+    )
+    assert config.replica_urls == ["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]
+    assert config.chat_template_kwargs == {"enable_thinking": True}
+    assert (config.extra_body, config.retry_max_tokens) == ({"top_k": 20}, 4096)
+    edit = client.get(reverse("judge-config-edit", args=[config.pk])).content.decode()
+    assert "http://127.0.0.1:8001/v1\nhttp://127.0.0.1:8002/v1" in edit
+
+
+def test_the_config_form_refuses_unsafe_and_malformed_settings(client, lead):
+    client.force_login(lead)
+    answer = client.post(
+        reverse("judge-configs"),
+        config_post(
+            name="bad",
+            base_url="http://169.254.169.254/latest",
+            replicas="http://user:pw@example.org/v1",
+            extra_body="[1, 2]",
+            api_key_env="DATABASE_URL",
+        ),
+    )
+    assert answer.status_code == 400
+    errors = answer.context["form"].errors
+    assert "link-local" in errors["base_url"][0] or "metadata" in errors["base_url"][0]
+    assert errors["replicas"][0].startswith("Replica 1 (http://user:pw@example.org/v1):")
+    assert errors["extra_body"] == ['Give a JSON object, e.g. {"key": "value"}.']
+    assert "JUDGE_KEY_" in errors["api_key_env"][0]
+    assert not JudgeConfig.objects.exists()
+
+
+def test_the_published_preset_on_the_form(client, lead):
+    client.force_login(lead)
+    url = reverse("judge-configs")
+    refused = client.post(url, config_post(name="published", preset="published"))
+    assert refused.status_code == 400
+    assert "verifier fallback" in refused.context["form"].errors["verifier"][0]
+    verifier = judge_config("http://127.0.0.1:8000/v1", name="small-verifier")
+    answer = client.post(
+        url, config_post(name="published", preset="published", verifier=str(verifier.pk))
+    )
+    assert answer.status_code == 302
+    config = JudgeConfig.objects.get(name="published")
+    assert (config.temperature, config.top_p, config.max_tokens, config.verifier) == (
+        0.6,
+        0.95,
+        8192,
+        verifier,
+    )
