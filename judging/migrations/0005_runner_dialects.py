@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='judgeconfig',
             name='api_style',
-            field=models.CharField(choices=[('openai', 'OpenAI chat (and compatible servers)'), ('openai-reasoning', 'OpenAI reasoning models (o-series, GPT-5)'), ('azure', 'Azure OpenAI'), ('vllm', 'vLLM / SGLang')], default='openai', help_text='How the provider reads a request; a refused parameter is adapted to anyway.', max_length=20),
+            field=models.CharField(choices=[('openai', 'OpenAI chat / compatible'), ('openai-reasoning', 'OpenAI reasoning (o-series, GPT-5)'), ('azure', 'Azure OpenAI'), ('vllm', 'vLLM / SGLang')], default='openai', help_text='How the provider reads a request; a refused parameter is adapted to anyway.', max_length=20),
         ),
         migrations.AddField(
             model_name='judgeconfig',

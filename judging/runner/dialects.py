@@ -70,10 +70,10 @@ class Dialect:
         return out
 
 
-OPENAI = Dialect(key="openai", label="OpenAI chat (and compatible servers)")
+OPENAI = Dialect(key="openai", label="OpenAI chat / compatible")
 OPENAI_REASONING = Dialect(
     key="openai-reasoning",
-    label="OpenAI reasoning models (o-series, GPT-5)",
+    label="OpenAI reasoning (o-series, GPT-5)",
     renamed=(("max_tokens", "max_completion_tokens"),),
     dropped=("temperature", "top_p"),
     fixed_sampling=True,
