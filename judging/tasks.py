@@ -99,6 +99,8 @@ def _run(job: Job, progress: ProgressReporter) -> dict[str, Any]:
         "cost": result.cost,
         "partial": result.partial,
         "failures": result.failures[:5],
+        "truncated": result.truncated,
+        "truncated_rows": result.truncated_rows[:5],
     }
 
 

@@ -452,6 +452,8 @@ class RunResult:
     currency: str = ""
     truncated: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: The first truncated answers (question id, run, order, tokens).
+    truncated_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One paragraph for a person."""
@@ -773,6 +775,7 @@ def _score(
         cached=outcome.cached,
         failed=n_failed,
         truncated=sum(len(rows) for rows in truncated.values()),
+        truncated_rows=[row for rows in truncated.values() for row in rows][:_FAILURES_LISTED],
         warnings=run_warnings(config, outcome),
         tokens=tokens_all,
         cost=cost_of(prompt_all, completion_all, price_in, price_out),

@@ -87,14 +87,18 @@ def test_run_form_errors(client, lead, project):
 def test_failed_run_shows_the_error(client, lead, project, django_capture_on_commit_callbacks):
     version = runner_version(project)
     client.force_login(lead)
-    config = judge_config("http://127.0.0.1:9/v1", api_key_env="JUDGE_KEY_NO_SUCH_VARIABLE", retries=0)
+    config = judge_config(
+        "http://127.0.0.1:9/v1", api_key_env="JUDGE_KEY_NO_SUCH_VARIABLE", retries=0
+    )
     start = reverse("judge-run-start", args=[project.slug, version.number])
     with django_capture_on_commit_callbacks(execute=True):
         client.post(start, {"config": config.pk}, headers=HTMX)
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED
     status = client.get(reverse("judge-run-status", args=[project.slug, 1, job.pk]))
-    assert "the environment variable JUDGE_KEY_NO_SUCH_VARIABLE is not set" in status.content.decode()
+    assert (
+        "the environment variable JUDGE_KEY_NO_SUCH_VARIABLE is not set" in status.content.decode()
+    )
 
 
 def test_configs_page_creates_and_edits(client, lead):
@@ -261,3 +265,21 @@ def test_the_published_preset_on_the_form(client, lead):
         8192,
         verifier,
     )
+
+
+def test_the_job_card_lists_truncated_answers(
+    client, lead, project, django_capture_on_commit_callbacks
+):
+    version = runner_version(project, image_size=(64, 64))
+    client.force_login(lead)
+    with FakeOpenAI(provider="vllm-thinking", thinking_tokens=600) as server:
+        config = judge_config(server.url, max_tokens=300, retry_max_tokens=None)
+        start = reverse("judge-run-start", args=[project.slug, version.number])
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(start, {"config": config.pk}, headers=HTMX)
+    job = Job.objects.get(params__runner=True)
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.result["truncated"] == 6
+    html = client.get(reverse("judge-run-status", args=[project.slug, 1, job.pk])).content.decode()
+    assert "6 answers cut at the token budget before a verdict (truncated" in html
+    assert "<code>p1__completeness</code> run 1, order AB: 300 tokens" in html
