@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import board, leaderboard, panel, runner
+from .views import board, calls, leaderboard, panel, runner
 
 _VERSION = "projects/<slug:slug>/versions/<int:number>/"
 
@@ -34,6 +34,11 @@ urlpatterns = [
     ),
     path(f"{_VERSION}judge-runs/", runner.judge_run_start, name="judge-run-start"),
     path(f"{_VERSION}judge-runs/<int:job_id>/", runner.judge_run_status, name="judge-run-status"),
+    path(
+        f"{_VERSION}judge-runs/<int:run_id>/calls/",
+        calls.judge_run_calls,
+        name="judge-run-calls",
+    ),
     path("projects/<slug:slug>/panel/", panel.panel_page, name="judge-panel"),
     path("projects/<slug:slug>/panel/jobs/<int:job_id>/", panel.panel_job, name="judge-panel-job"),
     path("judges/configs/", runner.judge_configs, name="judge-configs"),

@@ -47,7 +47,8 @@ class PermissionWorld:
 
 
 def build_world() -> PermissionWorld:
-    """P: samples with slots, a ready version 1 with a JSONL file and a scorecard, jobs, tokens."""
+    """P: samples with slots, a ready version 1 with a JSONL file, a scorecard and a judge runner
+    run, jobs, tokens."""
     lead = make_user("matrix-lead", LEAD_GROUP)
     annotator = make_user("matrix-ann", ANNOTATOR_GROUP)
     other = make_user("matrix-other", ANNOTATOR_GROUP)
@@ -65,6 +66,9 @@ def build_world() -> PermissionWorld:
         version=version, judge=JUDGE, file=predictions_upload(), by=lead
     )
     run = JudgeRun.objects.filter(version=version).first()
+    runner_run = JudgeRun.objects.create(
+        version=version, judge="org/judge-runner", source=JudgeRun.Source.RUNNER
+    )
     report = ProblemReport.objects.create(sample=samples[1], reporter=annotator, kind="other")
     import_job = job_create(kind=Job.Kind.IMPORT, project=p, created_by=lead)
     score_job = job_create(kind=Job.Kind.SCORE_JUDGE, project=p, created_by=lead)
@@ -97,6 +101,7 @@ def build_world() -> PermissionWorld:
         "member_id": member.pk,
         "slot_id": Slot.objects.filter(sample__project=p).first().pk,
         "run_id": run.pk,
+        "runner_run": runner_run.pk,
         "pk": spare_token.pk,
         "kind": DatasetFile.Kind.JSONL,
         "fmt": "csv",

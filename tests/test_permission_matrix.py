@@ -187,6 +187,8 @@ MATRIX: dict[str, Entry] = {
     # An empty POST is a 400: no config chosen, nothing started.
     "judge-run-start": Entry(get=LEAD_ACTION_GET, post=web(LOGIN, 403, 403, 403, 400)),
     "judge-run-status": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
+    # A runner run's calls (the world's runner run; an uploaded run is a 404 even for the lead).
+    "judge-run-calls": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
     # An empty POST is an invalid form (400), which starts nothing.
     "judge-panel": Entry(get=LEAD_PAGE, post=web(LOGIN, 403, 403, 403, 400)),
     "judge-panel-job": Entry(get=LEAD_PAGE, post=LEAD_PAGE_POST),
@@ -248,6 +250,8 @@ JOB_FOR["predictions-upload-status"] = "score_job"
 JOB_FOR["judge-run-status"] = "runner_job"
 JOB_FOR["curation-job"] = "curate_job"
 JOB_FOR["judge-panel-job"] = "panel_job"
+#: Which world object fills ``run_id`` where the uploaded run (``run_id``) does not fit.
+RUN_FOR = {"judge-run-calls": "runner_run"}
 
 
 def url_patterns(
@@ -287,7 +291,12 @@ def test_admin_patterns_are_all_under_the_admin_site():
 def _url(world: PermissionWorld, name: str, pattern: URLPattern) -> str:
     kwargs = {}
     for key in pattern.pattern.converters:
-        kwargs[key] = world.kwargs[JOB_FOR[name]] if key == "job_id" else world.kwargs[key]
+        if key == "job_id":
+            kwargs[key] = world.kwargs[JOB_FOR[name]]
+        elif key == "run_id" and name in RUN_FOR:
+            kwargs[key] = world.kwargs[RUN_FOR[name]]
+        else:
+            kwargs[key] = world.kwargs[key]
     return reverse(name, kwargs=kwargs)
 
 
