@@ -17,6 +17,11 @@ introducing line without a blank line (CommonMark), code (fenced or indented) an
 
 Every scan is linear in the length of the text: a delimiter that has no closer is remembered as
 such, so a text made of thousands of unclosed openers is not searched again and again.
+
+A formula is typeset only within two caps: at most ``MAX_FORMULA_CHARS`` characters and at most
+``MAX_FORMULA_DEPTH`` nested groups (:func:`formula_depth`). A browser lays out KaTeX's output
+recursively, and a formula nested about 140 deep (``x^{x^{...}}``, ``\\frac`` or ``\\sqrt``) crashes
+the tab; a formula past either cap is shown as its TeX in code text instead, never typeset.
 """
 
 from __future__ import annotations
@@ -162,13 +167,81 @@ def _math_block(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     return True
 
 
+# The formula caps. Real formulas nest a dozen groups at most; KaTeX's output grows about seven
+# elements deeper per group, and the browser's tab crashed at about 140 groups (1,000 elements),
+# so 32 groups (some 250 elements) keep a fourfold margin. A 4,000-character formula (a long
+# aligned derivation) typesets in a fraction of a second; 100,000 characters took half a minute.
+# static/js/math.js repeats the length cap for formulas that reach the page without this renderer.
+MAX_FORMULA_DEPTH = 32
+MAX_FORMULA_CHARS = 4_000
+
+# TeX tokens as KaTeX reads them. Each of these is one token, its braces being no group: \\verb
+# and its delimited text, \\char` and the character it names, \\begin or \\end with the name of
+# its environment, a comment to the end of its line. Otherwise a control word (letters and @),
+# a control symbol, or any other visible character.
+_TEX_TOKEN = re.compile(
+    r"\\verb\*([\s\S]).*?\1|\\verb([^*A-Za-z]).*?\2"
+    r"|\\char[ \t\r\n]*`(?:\\[A-Za-z@]+|[\s\S])"
+    r"|(?P<environment>\\(?:begin|end))[ \t\r\n]*\{[^{}]*\}"
+    r"|%.*"
+    r"|\\(?:[A-Za-z@]+|[\s\S])"
+    r"|\S"
+)
+# Each opener of a group and the token that closes it.
+_GROUP_CLOSERS = {
+    "{": "}",
+    "\\bgroup": "\\egroup",
+    "\\begingroup": "\\endgroup",
+    "\\left": "\\right",
+    "\\begin": "\\end",
+}
+# ``\\egroup`` closes a group that ``{`` opened, and ``}`` one that ``\\bgroup`` opened.
+_SAME_CLOSER = {"}": "\\egroup", "\\egroup": "}"}
+
+
+def formula_depth(tex: str) -> int:
+    """How deeply the groups of a TeX formula nest, counted on its source before typesetting.
+
+    A group is a brace pair, ``\\bgroup``/``\\begingroup`` to its end, ``\\left`` to ``\\right``
+    or ``\\begin`` to ``\\end``. A bracketed option (``\\sqrt[n]``) ends at its first ``]``
+    outside braces, so only braces nest inside it. A closer that does not match the innermost
+    open group closes nothing: a malformed formula is never counted shallower than KaTeX would
+    nest it. Macros a formula defines itself are not expanded here: static/js/math.js measures
+    what KaTeX built before it enters the page.
+    """
+    open_groups: list[str] = []
+    deepest = 0
+    for match in _TEX_TOKEN.finditer(tex):
+        token = match.group("environment") or match.group()
+        closer = _GROUP_CLOSERS.get(token)
+        if closer is not None:
+            open_groups.append(closer)
+            deepest = max(deepest, len(open_groups))
+        elif open_groups and open_groups[-1] in (token, _SAME_CLOSER.get(token)):
+            open_groups.pop()
+    return deepest
+
+
+def formula_fits(tex: str) -> bool:
+    """Whether a formula is within both caps and may be typeset."""
+    return len(tex) <= MAX_FORMULA_CHARS and formula_depth(tex) <= MAX_FORMULA_DEPTH
+
+
 def _render_math(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
-    """HTML of one formula: its TeX as escaped text in an element math.js typesets."""
+    """HTML of one formula: its TeX as escaped text in an element math.js typesets.
+
+    A formula past a cap is its TeX as code text (a block of code for a display formula).
+    """
     token = tokens[idx]
-    if token.type == "math_block":
-        return f'<div class="math-display">{escapeHtml(token.content.strip())}</div>\n'
+    block = token.type == "math_block"
+    tex = token.content.strip() if block else token.content
+    if not formula_fits(tex):
+        code = f'<code class="language-latex">{escapeHtml(tex)}</code>'
+        return f"<pre>{code}</pre>\n" if block else code
+    if block:
+        return f'<div class="math-display">{escapeHtml(tex)}</div>\n'
     kind = "math-display" if token.type == "math_display" else "math-inline"
-    return f'<span class="{kind}">{escapeHtml(token.content)}</span>'
+    return f'<span class="{kind}">{escapeHtml(tex)}</span>'
 
 
 def _parser() -> MarkdownIt:
@@ -206,7 +279,7 @@ SHARED_MIN_CHARS = 1_000
 SHARED_MAX_CHARS = 2_000_000
 SHARED_SECONDS = 30 * 24 * 3600
 # Part of the key: change it when the rendering changes, so no HTML of the old rules is served.
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 
 
 def render_markdown(text: str) -> str:
