@@ -2,18 +2,17 @@
 
 Plain Python on plain records (no Django), so the escaping is tested on its own. Figures are
 percentages with two decimals, as on the page; an undefined figure (n/a) is an empty CSV cell
-and "--" in LaTeX.
+and "--" in LaTeX. The CSV is written by the spreadsheet-safe writer (judge and criterion names
+are untrusted).
 """
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Characters that make a spreadsheet read a cell as a formula; such a cell gets a leading '.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+from core.csv_safe import csv_writer
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -54,10 +53,6 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def _spreadsheet_safe(text: str) -> str:
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
-
-
 def _figure(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
@@ -65,13 +60,13 @@ def _figure(value: float | None) -> str:
 def board_csv(columns: Sequence[BoardColumn], rows: Sequence[BoardRow]) -> str:
     """One line per judge: each figure with its CI bounds, then the runs' details."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out)
     header = ["judge"]
     for column in columns:
         header += [column.label, f"{column.label} CI low", f"{column.label} CI high"]
     writer.writerow([*header, "runs voted", "invalid or missing", "template hash", "last run"])
     for row in rows:
-        cells = [_spreadsheet_safe(row.judge)]
+        cells = [row.judge]
         for value, ci in zip(row.values, row.cis, strict=True):
             low, high = ci if ci else (None, None)
             cells += [_figure(value), _figure(low), _figure(high)]

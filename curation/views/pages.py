@@ -3,7 +3,6 @@ promotion. Thin: forms in, services and selectors out."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from annotation.forms import JobParamForm
 from annotation.selectors.projects import project_get
+from core.csv_safe import csv_writer
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
 from core.models import Job
@@ -149,7 +149,7 @@ class _Echo:
 def curation_decisions_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     """Every pair's decisions as CSV, one row per pair and filter."""
     project = project_get(slug=slug)
-    writer = csv.writer(_Echo())
+    writer = csv_writer(_Echo())
 
     def rows() -> Iterator[str]:
         yield writer.writerow(selectors.CSV_HEADER)
