@@ -70,7 +70,7 @@ class DatabaseStrategy(ABC):
 
     def _outside_transaction(self) -> None:
         if self.connection.in_atomic_block:
-            raise BackupRefused("a backup is taken outside any open transaction")
+            raise BackupRefused("a backup must be taken outside any open transaction")
 
 
 class PostgresStrategy(DatabaseStrategy):
