@@ -3,7 +3,8 @@
 Each call goes to the replica with the fewest calls in flight among those with room (at most
 ``per_replica`` each) and not set aside. A replica that fails (a connection error, a timeout, a
 5xx) is set aside with exponential backoff — 1, 2, 4 … up to ``backoff_max`` seconds — while the
-others carry on; its next success clears the count. When every replica is set aside, none is
+others carry on; back from being set aside it is sent one call at a time (while another replica
+is sound) until one succeeds, which clears the count. When every replica is set aside, none is
 (the calls' own retry backoff paces them); when every usable replica is full, a call waits for a
 place.
 """
@@ -64,10 +65,16 @@ class ReplicaPool:
         """The replica a call would go to now (None when none has room)."""
         now = self._clock()
         healthy = [r for r in self.replicas if r.aside_until <= now] or self.replicas
-        open_ = [r for r in healthy if r.in_flight < self.per_replica and r is not avoid]
+        open_ = [r for r in healthy if r.in_flight < self.room(r) and r is not avoid]
         if not open_ and avoid is not None:
             return self.pick()
         return min(open_, key=lambda r: (r.in_flight, r.calls, r.index), default=None)
+
+    def room(self, replica: Replica) -> int:
+        """Calls ``replica`` may hold at once: one while it is on probation (back from being set
+        aside, no success since) and another replica is sound, else ``per_replica``."""
+        sound_other = any(r.failures == 0 for r in self.replicas if r is not replica)
+        return 1 if replica.failures and sound_other else self.per_replica
 
     def _next_change(self) -> float | None:
         now = self._clock()

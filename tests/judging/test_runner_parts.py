@@ -181,6 +181,26 @@ def test_the_pool_prefers_the_least_busy_and_sets_failures_aside():
     asyncio.run(go())
 
 
+def test_a_replica_back_from_failing_gets_one_call_at_a_time():
+    now = [0.0]
+
+    async def go():
+        pool = ReplicaPool(["a", "b"], per_replica=3, clock=lambda: now[0])
+        a = pool.replicas[0]
+        await pool.release(await pool.acquire(), failed=True)  # "a" fails and is set aside
+        now[0] = 5.0  # back
+        held = [await pool.acquire() for _ in range(4)]
+        assert sorted(r.url for r in held) == ["a", "b", "b", "b"]  # "a" on probation: one
+        await pool.release(next(r for r in held if r is a))  # a success ends its probation
+        assert pool.room(a) == 3
+        # A single server is never held to one call: there is nowhere else to go.
+        alone = ReplicaPool(["only"], per_replica=3)
+        await alone.release(await alone.acquire(), failed=True)
+        assert alone.room(alone.replicas[0]) == 3
+
+    asyncio.run(go())
+
+
 def test_the_pool_waits_for_a_place():
     async def go():
         pool = ReplicaPool(["only"], per_replica=1)
