@@ -1,7 +1,10 @@
 """Who may do what: roles (Django groups ``lead`` and ``annotator``), project access, media access.
 
 One helper per object decides: :func:`get_project_for_user` for a project (pages, both APIs and
-media), :func:`media_file` for a file under MEDIA_ROOT. ``core`` sits below the apps, so it names
+media), :func:`require_annotator` for labeling it, :func:`get_job_for_user` for a job,
+:func:`media_file` for a file under MEDIA_ROOT. Each decides before any id the request names is
+looked up: an outsider gets the same answer for an object of another project as for an id that
+names nothing. ``core`` sits below the apps, so it names
 the project models by app label (as Job's foreign key does) and lets each app register the media
 folders it owns (:func:`media_rule`, called from the app's ``ready``).
 """
@@ -88,6 +91,33 @@ def get_project_for_user(user: Any, slug: str) -> Any:
     if not may_read_project(user, project.pk):
         raise PermissionDenied("You are not a member of this project.")
     return project
+
+
+def may_annotate(user: Any, project_id: int) -> bool:
+    """Only the project's active members label it (a lead who is not one does not)."""
+    _, ProjectMember = _project_models()
+    return ProjectMember.objects.filter(
+        project_id=project_id, user_id=user.pk, is_active=True
+    ).exists()
+
+
+def require_annotator(user: Any, project: Any) -> None:
+    """PermissionDenied unless ``user`` labels ``project``; asked before any id it names is
+    looked up, so an outsider gets one answer whether the id exists or not."""
+    if not may_annotate(user, project.pk):
+        raise PermissionDenied("You are not an annotator in this project.")
+
+
+def get_job_for_user(user: Any, job_id: int) -> Any:
+    """The job ``job_id`` if ``user`` may follow it: leads every job (404 if there is none),
+    anyone else the jobs they started; any other id, existing or not, is refused alike (403)."""
+    Job = apps.get_model("core", "Job")
+    if is_lead(user):
+        return get_object_or_404(Job, pk=job_id)
+    job = Job.objects.filter(pk=job_id, created_by_id=user.pk).first()
+    if job is None:
+        raise PermissionDenied("Not your job.")
+    return job
 
 
 def get_member(project: Any, member_id: int) -> Any:

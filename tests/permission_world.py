@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.utils import timezone
+from django.utils.http import urlsafe_base64_encode
 
 from aggregation.models import DatasetFile, DatasetVersion
 from annotation.models import (
@@ -44,6 +45,8 @@ class PermissionWorld:
     users: dict[str, User | None]
     keys: dict[str, str]
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: The same keys naming nothing: ids no object has, a judge with no run, a file not there.
+    missing: dict[str, Any] = field(default_factory=dict)
 
 
 def build_world() -> PermissionWorld:
@@ -88,7 +91,8 @@ def build_world() -> PermissionWorld:
         "tok_revoked": make_token(lead, scope="predictions"),
     }
     ApiToken.objects.filter(prefix=keys["tok_revoked"][:8]).update(revoked_at=timezone.now())
-    spare_token = ApiToken.objects.get(prefix=make_token(other, scope="read")[:8])
+    keys["tok_other_read"] = make_token(other, scope="read")
+    spare_token = ApiToken.objects.get(prefix=keys["tok_other_read"][:8])
     image = f"samples/{p.pk}/web/{'a' * 32}.png"
     target = Path(settings.MEDIA_ROOT) / image
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +118,7 @@ def build_world() -> PermissionWorld:
         "config_id": judge_config.pk,
         "report_id": report.pk,
         "user_id": annotator.pk,
-        "uidb64": "MQ",
+        "uidb64": urlsafe_base64_encode(str(annotator.pk).encode()),
         "token": "made-up-token",
         "curate_job": curate_job.pk,
         "panel_job": panel_job.pk,
@@ -128,4 +132,22 @@ def build_world() -> PermissionWorld:
         "no_role": make_user("matrix-nobody"),
         "lead": lead,
     }
-    return PermissionWorld(p=p, q=q, users=users, keys=keys, kwargs=kwargs)
+    return PermissionWorld(
+        p=p, q=q, users=users, keys=keys, kwargs=kwargs, missing=_missing(kwargs, p.pk)
+    )
+
+
+#: An id no object of the world has (inside every id field's range).
+NO_ID = 987654321
+
+
+def _missing(kwargs: dict[str, Any], project_id: int) -> dict[str, Any]:
+    """``kwargs`` with every object id, judge, user and file replaced by one that names nothing."""
+    missing = {key: NO_ID for key, value in kwargs.items() if isinstance(value, int)}
+    return {
+        **kwargs,
+        **missing,
+        "judge": "org/no-such-judge",
+        "path": f"samples/{project_id}/web/{'b' * 32}.png",
+        "uidb64": urlsafe_base64_encode(str(NO_ID).encode()),
+    }

@@ -17,9 +17,11 @@ the lead's revoked token.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -392,3 +394,111 @@ def test_admin_site_is_staff_only():
     client.force_login(staff)
     for url in urls:
         assert client.get(url).status_code == 200, url
+
+
+# --- probing ids -------------------------------------------------------------------------------
+#: The URL parts that name an object (or a judge, a user, a file): answers must not tell an
+#: outsider whether it exists.
+ID_KEYS = frozenset(
+    {
+        "sample_id",
+        "criterion_id",
+        "member_id",
+        "slot_id",
+        "run_id",
+        "pk",
+        "job_id",
+        "report_id",
+        "user_id",
+        "config_id",
+        "number",
+        "judge",
+        "path",
+        "uidb64",
+    }
+)
+#: Ids a page reads from its query string: ``{pattern: {parameter: world key}}``.
+QUERY_IDS = {
+    "label-back": {"sample": "sample_id", "criterion": "criterion_id"},
+    **{
+        name: {"job": "score_job"}
+        for name in (
+            "import-upload",
+            "benchmark-import",
+            "predictions-upload",
+            "leaderboard",
+            "judge-panel",
+            "curation",
+        )
+    },
+}
+#: Who probes: nobody, a user of no project, Q's annotator (by session and by API key).
+OUTSIDERS = ("anonymous", "no_role", "other_annotator", "tok_other_read")
+_CSRF = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[^"]+')
+
+
+def _id_keys(name: str, pattern: URLPattern) -> set[str]:
+    form = {k for k, v in (MATRIX[name].post_data or {}).items() if "{" in v}
+    return (set(pattern.pattern.converters) | form) & ID_KEYS | set(QUERY_IDS.get(name, {}))
+
+
+def _probed_patterns() -> list[str]:
+    """The patterns naming an object (one missing from MATRIX fails the test above)."""
+    patterns = app_patterns()
+    return sorted(
+        name for name in MATRIX.keys() & patterns.keys() if _id_keys(name, patterns[name])
+    )
+
+
+def _probe(
+    world: PermissionWorld, name: str, method: str, role: str, slug: str, ids: dict[str, Any]
+) -> tuple[int, str, str]:
+    """The answer to ``method`` on pattern ``name`` naming ``ids``: status, body and Location,
+    with the address itself and the per-request CSRF token blanked."""
+    values = {**ids, "slug": slug}
+    url = _url(replace(world, kwargs=values), name, app_patterns()[name])
+    query = {param: values[key] for param, key in QUERY_IDS.get(name, {}).items()}
+    if role in SESSION_ROLES:
+        client, extra = _client(world, role)
+    else:
+        client, extra = Client(), {"HTTP_AUTHORIZATION": f"Token {world.keys[role]}"}
+    if method == "GET":
+        response = client.get(url, query, **extra)
+    else:
+        data = {k: str(v).format(**values) for k, v in (MATRIX[name].post_data or {}).items()}
+        response = client.post(url, data, **extra)
+    assert response.status_code != 500, (name, method, role, url)
+    body = b"".join(response) if response.streaming else response.content
+    text = _CSRF.sub(r"\1-", body.decode("utf-8", "replace"))
+    location = response.get("Location", "")
+    full = response.wsgi_request.get_full_path()
+    for shown in (full, quote(full, safe=""), quote(full, safe="/"), url, quote(url, safe="")):
+        text, location = text.replace(shown, "<url>"), location.replace(shown, "<url>")
+    return response.status_code, text, location
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", _probed_patterns())
+def test_an_outsider_cannot_tell_which_ids_exist(name):
+    """For every URL naming an object: project P's object and an id naming nothing get the same
+    status, body and redirect, asked by an outsider through P's address and by Q's annotator
+    through Q's (the permission is decided before the object is looked up)."""
+    world = build_world()
+    is_api = reverse("api-projects") in _url(world, name, app_patterns()[name])
+    has_slug = "slug" in app_patterns()[name].pattern.converters
+    slugs = (world.p.slug, world.q.slug) if has_slug else ("",)
+    differ = []
+    for role in OUTSIDERS:
+        if role.startswith("tok_") and not is_api:
+            continue
+        for slug in slugs:
+            for method in ("GET", "POST"):
+                seen = _probe(world, name, method, role, slug, world.kwargs)
+                blank = _probe(world, name, method, role, slug, world.missing)
+                if seen != blank:
+                    differ.append(
+                        f"{method} {role} via {slug or 'no project'}: "
+                        f"{seen[0]} {seen[2]} vs {blank[0]} {blank[2]}\n"
+                        f"  existing: {seen[1][:300]!r}\n  missing:  {blank[1][:300]!r}"
+                    )
+    assert not differ, f"{name} tells which ids exist:\n" + "\n".join(differ)

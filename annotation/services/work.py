@@ -30,6 +30,7 @@ from annotation.selectors.work import (
     seed_swapped,
     skip_order,
 )
+from core.permissions import require_annotator
 
 from ..importing.limits import text_problem
 from ..models import (
@@ -362,13 +363,10 @@ def problem_report(
     *, project: Project, annotator: Any, sample_id: int, kind: str, note: str
 ) -> ProblemReport:
     """Flag a sample for the lead; it leaves the annotator's queue (their open slot is released)."""
+    require_annotator(annotator, project)
     sample = Sample.objects.filter(pk=sample_id, project=project).first()
     if sample is None:
         raise Http404("No such sample in this project.")
-    if not ProjectMember.objects.filter(
-        project=project, user_id=annotator.pk, is_active=True
-    ).exists():
-        raise PermissionDenied("You are not an annotator in this project.")
     report = ProblemReport.objects.filter(
         sample=sample, reporter_id=annotator.pk, resolved_at__isnull=True
     ).first()

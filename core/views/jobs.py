@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -14,7 +13,7 @@ from core.http import MESSAGE_HEADER
 
 from .. import jobs as job_services
 from ..models import Job
-from ..permissions import is_lead, lead_required
+from ..permissions import get_job_for_user, lead_required
 
 #: The header app.js shows as a toast when htmx gets an error answer.
 
@@ -22,9 +21,7 @@ from ..permissions import is_lead, lead_required
 @login_required
 def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
     """The job's card (htmx) or page."""
-    job = get_object_or_404(Job, pk=job_id)
-    if not is_lead(request.user) and job.created_by_id != request.user.pk:
-        raise PermissionDenied("Not your job.")
+    job = get_job_for_user(request.user, job_id)
     template = "core/job.html#job-card" if request.htmx else "core/job.html"
     return render(request, template, {"job": job})
 
