@@ -186,13 +186,16 @@ class JudgeClient:
     async def __aenter__(self) -> JudgeClient:
         headers = {"Accept": "application/json", **self._dialect.headers(self.settings.api_key)}
         size = self.pool.capacity
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
         self._http = httpx.AsyncClient(
             headers=headers,
             timeout=self.settings.timeout,
             follow_redirects=False,
             trust_env=False,
-            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            transport=self._transport or guarded_async_transport(),
+            limits=limits,
+            # A connection pool as large as the calls in flight (the client's own limits apply
+            # only to its default transport).
+            transport=self._transport or guarded_async_transport(limits=limits),
         )
         return self
 
