@@ -8,8 +8,10 @@ from core.http import stored_file_response
 
 from .models import DatasetFile
 
+#: The media type each kind of file is served as (and documented with in the API schema).
 CONTENT_TYPES = {
     DatasetFile.Kind.JSONL: "application/x-ndjson",
+    DatasetFile.Kind.CONTESTED: "application/x-ndjson",
     DatasetFile.Kind.JSONL_ZIP: "application/zip",
     DatasetFile.Kind.PARQUET: "application/vnd.apache.parquet",
     DatasetFile.Kind.MANIFEST: "application/json",
@@ -23,5 +25,5 @@ def version_file_response(request: HttpRequest, record: DatasetFile) -> HttpResp
         file=record.file,
         size=record.size,
         sha256=record.sha256,
-        content_type=CONTENT_TYPES.get(record.kind, "application/octet-stream"),
+        content_type=CONTENT_TYPES[record.kind],
     )

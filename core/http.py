@@ -18,7 +18,7 @@ STREAM_CHUNK = 64 * 1024
 #: static/js/app.js shows it as a toast.
 MESSAGE_HEADER = "X-Refusal-Message"
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^(\d*)-(\d*)$")
 
 
 class RangeNotSatisfiable(Exception):
@@ -26,26 +26,40 @@ class RangeNotSatisfiable(Exception):
 
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
-    """``(first, last)`` inclusive for a ``Range`` header, or None to send the whole file."""
+    """``(first, last)`` inclusive for a ``Range`` header, or None to send the whole file.
+
+    RFC 9110 section 14: a range in a unit other than bytes is ignored (14.2: MUST), and so are
+    several ranges (14.2: MAY). A range starting at or past the end is not satisfiable (416);
+    on an empty file that is every range but a suffix (``bytes=-N``), which is satisfiable
+    (14.1.2) yet no 206 can describe zero bytes: the Range is ignored (MAY), and the answer is
+    the whole, empty, file (200).
+    """
     if not header:
         return None
-    header = header.strip().replace(" ", "")
-    if "," in header:
-        return None  # several ranges: answered with the whole file (allowed by the RFC)
-    match = _RANGE.match(header)
+    unit, _, spec = header.strip().replace(" ", "").partition("=")
+    if unit.lower() != "bytes":
+        return None
+    if "," in spec:
+        return None
+    match = _RANGE.match(spec)
     if not match or (not match[1] and not match[2]):
         raise RangeNotSatisfiable(f"malformed range {header!r}")
     first, last = match[1], match[2]
     if not first:  # the last N bytes
         length = int(last)
-        if length == 0 or size == 0:
-            raise RangeNotSatisfiable("empty suffix range")
+        if length == 0:
+            raise RangeNotSatisfiable("a suffix range of 0 bytes asks for nothing")
+        if size == 0:
+            return None
         return max(0, size - length), size - 1
     start = int(first)
-    end = int(last) if last else size - 1
-    if start >= size or end < start:
-        raise RangeNotSatisfiable(f"range {header!r} outside 0-{size - 1}")
-    return start, min(end, size - 1)
+    if last and int(last) < start:
+        raise RangeNotSatisfiable(f"range {header!r} ends before it starts")
+    if start >= size:
+        raise RangeNotSatisfiable(
+            f"range {header!r} starts at or past the end of the file ({size} bytes)"
+        )
+    return start, min(int(last) if last else size - 1, size - 1)
 
 
 def stream_range(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
@@ -66,9 +80,12 @@ def stream_range(fh: IO[bytes], start: int, length: int) -> Iterator[bytes]:
 def range_response(
     *, method: str, range_header: str | None, size: int, open_file: Callable[[], IO[bytes]]
 ) -> HttpResponse:
-    """The body part of a download: 200, 206 with one range, or 416; a HEAD gets no body."""
+    """The body part of a download: 200, 206 with one range, or 416; a HEAD gets no body.
+
+    Ranges are defined for GET only (RFC 9110 14.2): a HEAD describes the whole file.
+    """
     try:
-        wanted = byte_range(range_header, size)
+        wanted = byte_range(range_header if method == "GET" else None, size)
     except RangeNotSatisfiable as exc:
         response = HttpResponse(str(exc), status=416, content_type="text/plain")
         response["Content-Range"] = f"bytes */{size}"

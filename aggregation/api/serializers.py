@@ -188,8 +188,18 @@ class RowsPageOutSerializer(serializers.Serializer):
     results = RowOutSerializer(many=True)
 
 
+def split_filter() -> serializers.ChoiceField:
+    """The ``split`` filter of a list: one of the splits; an empty or unknown value is a 400."""
+    allowed = " or ".join(Split.values)
+    return serializers.ChoiceField(
+        choices=Split.choices,
+        required=False,
+        error_messages={"invalid_choice": f'"{{input}}" is not a split: use {allowed}.'},
+    )
+
+
 class RowsQuerySerializer(serializers.Serializer):
-    split = serializers.ChoiceField(choices=Split.choices, required=False)
+    split = split_filter()
     criterion = serializers.SlugField(max_length=60, required=False)
     page = serializers.IntegerField(min_value=1, required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=1000, required=False)

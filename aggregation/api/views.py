@@ -27,8 +27,8 @@ from core.auth import READ_SCOPES, token_scopes
 from core.models import ApiToken
 from core.permissions import get_project_for_user
 
-from ..http import version_file_response
-from ..models import DatasetFile, DatasetVersion
+from ..http import CONTENT_TYPES, version_file_response
+from ..models import DatasetVersion
 from ..selectors import export as selectors
 from . import schema  # noqa: F401  (registers the token scheme with the OpenAPI generator)
 from .serializers import (
@@ -165,7 +165,8 @@ def version_rows(request: Request, slug: str, number: int) -> Response:
     version = _version(request, slug, number)
     if not selectors.version_rows_readable(user=request.user, version=version):
         raise PermissionDenied(selectors.LEAD_ONLY_MESSAGE)
-    query = RowsQuerySerializer(data=request.query_params)
+    # A plain dict: an empty value is refused, not taken for an absent one (as a form's would).
+    query = RowsQuerySerializer(data=request.query_params.dict())
     query.is_valid(raise_exception=True)
     rows = selectors.version_rows(
         version=version,
@@ -177,36 +178,46 @@ def version_rows(request: Request, slug: str, number: int) -> Response:
     return paginator.get_paginated_response(RowOutSerializer(page, many=True).data)
 
 
+def _file_bodies(status: int, description: str) -> dict[tuple[int, str], OpenApiResponse]:
+    """A download's answer ``status`` in every media type a kind of file is served as."""
+    body = OpenApiResponse(OpenApiTypes.BINARY, description=description)
+    return {(status, media_type): body for media_type in dict.fromkeys(CONTENT_TYPES.values())}
+
+
 @extend_schema(
     operation_id="version_file",
     summary="Download one file of a version (streamed; Range and ETag supported)",
     description=(
-        "`kind` is jsonl, jsonl_zip, parquet or manifest. The ETag is the file's SHA-256: send "
-        "it in `If-None-Match` to get 304 when unchanged. One byte range per request "
-        "(`Range: bytes=0-1023`, `bytes=1024-`, `bytes=-512`) answers 206 with Content-Range; "
-        "a range outside the file answers 416.\n\n"
+        "`kind` is one of "
+        + ", ".join(f"{kind} (`{media}`)" for kind, media in CONTENT_TYPES.items())
+        + ". The ETag is the file's SHA-256: send it in `If-None-Match` to get 304 when "
+        "unchanged. One byte range per GET (`Range: bytes=0-1023`, `bytes=1024-`, "
+        "`bytes=-512`) answers 206 with Content-Range; a range starting past the end answers "
+        "416 with `Content-Range: bytes */<size>`. A Range in another unit, several ranges, "
+        "or a suffix range of an empty file get the whole file (200).\n\n"
         "Lead-only (403 for anyone else): the manifest file (its agreement tables name "
         "annotators by pseudonym) and, in a version built with votes, every data file (each "
         "holds the votes and rationales). A member downloads the data files of a label-only "
         "version."
     ),
     parameters=[
-        OpenApiParameter(
-            "kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(DatasetFile.Kind.values)
-        ),
+        OpenApiParameter("kind", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(CONTENT_TYPES)),
         OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False),
         OpenApiParameter(
             "If-None-Match", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False
         ),
+        # The renderers' ?format= picks nothing a client needs: the file is what it is.
+        OpenApiParameter("format", exclude=True),
     ],
     responses={
-        (200, "application/octet-stream"): OpenApiTypes.BINARY,
-        (206, "application/octet-stream"): OpenApiResponse(
-            OpenApiTypes.BINARY, description="The requested range."
-        ),
+        **_file_bodies(200, "The file, in its kind's media type."),
+        **_file_bodies(206, "The requested range, in the file's media type."),
         304: OpenApiResponse(description="Not modified (ETag matched)."),
         404: ErrorOutSerializer,
-        416: OpenApiResponse(description="Range not satisfiable."),
+        (416, "text/plain"): OpenApiResponse(
+            OpenApiTypes.STR,
+            description="Range not satisfiable: the reason; `Content-Range: bytes */<size>`.",
+        ),
         **LEAD_ONLY_ERRORS,
     },
     tags=TAGS,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from aggregation.api.serializers import split_filter
 from annotation.models import Split
 
 from ..metrics import criteria_in_order
@@ -14,8 +16,8 @@ from ..models import JudgeRun, Scorecard
 from ..prompt import TemplateFileError, template_hash_resolve
 
 
-class PredictionsSubmitSerializer(serializers.Serializer):
-    """A judge's predictions: a ``predictions`` list (JSON) or a ``file`` (multipart)."""
+class _PredictionsOptionsSerializer(serializers.Serializer):
+    """The options shared by both bodies of a predictions submission."""
 
     judge = serializers.CharField(
         max_length=200,
@@ -23,25 +25,7 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="The judge's name; may be omitted when every line names it in `judge`.",
     )
-    run_index = serializers.IntegerField(
-        min_value=1,
-        max_value=32767,
-        required=False,
-        allow_null=True,
-        help_text="Omit for the judge's next run (a file with a `run` column stores several).",
-    )
     template_hash = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    template = serializers.FileField(
-        required=False,
-        help_text="The prompt template file the judge was run with (multipart); its SHA-256 "
-        "becomes the run's template_hash. A file with an unknown placeholder is refused.",
-    )
-    split = serializers.ChoiceField(
-        choices=Split.choices,
-        required=False,
-        allow_null=True,
-        help_text="Limit the upload to one split; lines of the other split are errors.",
-    )
     tie_margin = serializers.FloatField(
         required=False,
         default=0.0,
@@ -55,24 +39,8 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         help_text="Skip unknown ids, duplicates and lines of another split (reported as "
         "warnings) instead of refusing the upload.",
     )
-    predictions = serializers.ListField(
-        child=serializers.DictField(),
-        required=False,
-        allow_empty=False,
-        help_text="One object per row, as a line of a JSONL predictions file: `question_id` "
-        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output` or `critic`, "
-        "or a scalar judge's `score_a` + `score_b`, or `response` + `score`), optional "
-        "`run`. Errors call the n-th object line n.",
-    )
-    file = serializers.FileField(
-        required=False, help_text="A JSONL or CSV predictions file (multipart upload)."
-    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if ("predictions" in attrs) == ("file" in attrs):
-            raise serializers.ValidationError(
-                {"predictions": "Send either a predictions list or a file, not both or neither."}
-            )
         try:
             attrs["template_hash"] = template_hash_resolve(
                 upload=attrs.get("template"), given=attrs.get("template_hash") or ""
@@ -80,6 +48,60 @@ class PredictionsSubmitSerializer(serializers.Serializer):
         except TemplateFileError as exc:
             raise serializers.ValidationError({exc.field or "template": str(exc)}) from None
         return attrs
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """An uploaded file: a multipart part, never null (omit the part instead)."""
+
+
+RUN_INDEX_HELP = "Omit for the judge's next run (a file with a `run` column stores several)."
+SPLIT_HELP = "Limit the upload to one split; lines of the other split are errors."
+ONE_OF = "Send either a predictions list (JSON body) or a file (multipart upload)."
+
+
+class PredictionsJsonSerializer(_PredictionsOptionsSerializer):
+    """A JSON body: the ``predictions`` list; ``null`` stands for an omitted option."""
+
+    run_index = serializers.IntegerField(
+        min_value=1, max_value=32767, required=False, allow_null=True, help_text=RUN_INDEX_HELP
+    )
+    split = serializers.ChoiceField(
+        choices=Split.choices, required=False, allow_null=True, help_text=SPLIT_HELP
+    )
+    predictions = serializers.ListField(
+        child=serializers.DictField(),
+        allow_empty=False,
+        error_messages={"required": ONE_OF},
+        help_text="One object per row, as a line of a JSONL predictions file: `question_id` "
+        "(or `prompt_id` + `criterion`) and `prediction` (or the raw `output` or `critic`, "
+        "or a scalar judge's `score_a` + `score_b`, or `response` + `score`), optional "
+        "`run`. Errors call the n-th object line n.",
+    )
+
+
+class PredictionsFileSerializer(_PredictionsOptionsSerializer):
+    """A multipart upload: the ``file``. A form field cannot be null: omit an option instead
+    (an empty ``split`` is every split, as a browser form sends it)."""
+
+    run_index = serializers.IntegerField(
+        min_value=1, max_value=32767, required=False, help_text=RUN_INDEX_HELP
+    )
+    split = serializers.ChoiceField(
+        choices=Split.choices,
+        required=False,
+        allow_blank=True,
+        help_text=f"{SPLIT_HELP} Empty: every split.",
+    )
+    template = UploadField(
+        required=False,
+        help_text="The prompt template file the judge was run with; its SHA-256 becomes the "
+        "run's template_hash. A file with an unknown placeholder is refused.",
+    )
+    file = UploadField(
+        error_messages={"required": ONE_OF},
+        help_text="A JSONL or CSV predictions file.",
+    )
 
 
 class JudgeRunSerializer(serializers.ModelSerializer):
@@ -150,6 +172,13 @@ class ScorecardDetailSerializer(ScorecardSerializer):
 
     class Meta(ScorecardSerializer.Meta):
         fields = [*ScorecardSerializer.Meta.fields, "figures"]
+
+
+class ScorecardsQuerySerializer(serializers.Serializer):
+    """The filters of the scorecards list; an empty or unknown ``split`` is refused."""
+
+    split = split_filter()
+    judge = serializers.CharField(max_length=200, required=False)
 
 
 class UploadResultSerializer(serializers.Serializer):

@@ -14,11 +14,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from aggregation.models import DatasetVersion
+from annotation.models import Split
 from core.auth import PREDICTIONS_SCOPE, token_scopes
 from core.models import ApiToken
 from core.permissions import get_project_for_user, is_lead
@@ -28,9 +29,11 @@ from ..selectors import leaderboard as selectors
 from ..services import scoring as services
 from .parsers import BoundedJSONParser
 from .serializers import (
-    PredictionsSubmitSerializer,
+    PredictionsFileSerializer,
+    PredictionsJsonSerializer,
     ScorecardDetailSerializer,
     ScorecardSerializer,
+    ScorecardsQuerySerializer,
     UploadErrorSerializer,
     UploadResultSerializer,
 )
@@ -98,8 +101,8 @@ def _flat_errors(errors: Any, prefix: str = "") -> Iterator[dict[str, Any]]:
         "outputs) as a file."
     ),
     request={
-        "application/json": PredictionsSubmitSerializer,
-        "multipart/form-data": PredictionsSubmitSerializer,
+        "application/json": PredictionsJsonSerializer,
+        "multipart/form-data": PredictionsFileSerializer,
     },
     responses={
         201: UploadResultSerializer,
@@ -110,7 +113,7 @@ def _flat_errors(errors: Any, prefix: str = "") -> Iterator[dict[str, Any]]:
     tags=["judging"],
 )
 @api_view(["POST"])
-@parser_classes([BoundedJSONParser, MultiPartParser, FormParser])
+@parser_classes([BoundedJSONParser, MultiPartParser])
 def predictions_submit(request: Request, slug: str, number: int) -> Response:
     _check_may_submit(request)
     version = _version(request, slug, number)
@@ -118,7 +121,8 @@ def predictions_submit(request: Request, slug: str, number: int) -> Response:
         payload = request.data
     except ParseError as exc:
         return _error_response(str(exc.detail), [{"line": None, "field": None}])
-    serializer = PredictionsSubmitSerializer(data=payload)
+    is_file = request.content_type.startswith("multipart/")
+    serializer = (PredictionsFileSerializer if is_file else PredictionsJsonSerializer)(data=payload)
     if not serializer.is_valid():
         errors = list(_flat_errors(serializer.errors))
         return _error_response(
@@ -152,21 +156,26 @@ def predictions_submit(request: Request, slug: str, number: int) -> Response:
     operation_id="scorecards_list",
     summary="The scorecards of a dataset version",
     description="One entry per judge and split, best PAcc first; filter with `split` / `judge`.",
-    parameters=[
-        OpenApiParameter("split", OpenApiTypes.STR, enum=["open_ended", "reasoning"]),
-        OpenApiParameter("judge", OpenApiTypes.STR),
-    ],
-    responses={200: ScorecardSerializer(many=True)},
+    parameters=[ScorecardsQuerySerializer],
+    responses={
+        200: ScorecardSerializer(many=True),
+        400: OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="A bad filter: each parameter with its messages "
+            '(`{"split": ["\\"x\\" is not a valid choice."]}`).',
+        ),
+    },
     tags=["judging"],
 )
 @api_view(["GET"])
 def scorecards_list(request: Request, slug: str, number: int) -> Response:
     version = _version(request, slug, number)
+    query = ScorecardsQuerySerializer(data=request.query_params.dict())
+    query.is_valid(raise_exception=True)
     cards = Scorecard.objects.filter(version=version).select_related("version__project")
-    if request.query_params.get("split"):
-        cards = cards.filter(split=request.query_params["split"])
-    if request.query_params.get("judge"):
-        cards = cards.filter(judge=request.query_params["judge"])
+    for name in ("split", "judge"):
+        if name in query.validated_data:
+            cards = cards.filter(**{name: query.validated_data[name]})
     cards = cards.order_by("split", "-pacc", "judge")
     return Response(ScorecardSerializer(cards, many=True, context={"request": request}).data)
 
@@ -174,6 +183,9 @@ def scorecards_list(request: Request, slug: str, number: int) -> Response:
 @extend_schema(
     operation_id="scorecard_detail",
     summary="One judge's scorecard on one split, with every figure, count and CI",
+    parameters=[
+        OpenApiParameter("split", OpenApiTypes.STR, OpenApiParameter.PATH, enum=Split.values),
+    ],
     responses={200: ScorecardDetailSerializer, 404: OpenApiResponse(description="No such card.")},
     tags=["judging"],
 )
