@@ -1,5 +1,6 @@
-"""Files under MEDIA_ROOT: strict path normalisation, serving (or handing off to the proxy), and
-the unguessable names under which user uploads are stored.
+"""Files under MEDIA_ROOT: strict path normalisation, serving (or handing off to the proxy), the
+unguessable names under which user uploads are stored, and the one message for a media folder
+that refuses a write.
 
 Who may read a path is decided in one place, :func:`core.permissions.media_file`; it calls
 :func:`media_path_normalise` first, so that the decision is taken on the path actually served.
@@ -19,7 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.utils.http import http_date
 
-from core.http import range_response
+from core.http import MESSAGE_HEADER, range_response
 
 #: One path segment as we store it: ASCII letters, digits, ``_ - .``; no leading or trailing dot.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$")
@@ -147,3 +148,29 @@ def upload_safe_name(name: str, default: str = "upload") -> str:
 def upload_storage_name(directory: str, original: str, default: str = "upload") -> str:
     """``<directory>/<random 128-bit hex>/<safe original name>``: not guessable from the time."""
     return f"{directory}/{uuid.uuid4().hex}/{upload_safe_name(original, default)}"
+
+
+class MediaUnwritable(Exception):
+    """The media folder refused a write (missing, not a folder, read-only or full).
+
+    Its message is for the page: what could not be stored and what to do, never the server
+    path, which goes to the log with the original error.
+    """
+
+    def __init__(self, what: str = "the file") -> None:
+        super().__init__(
+            f"The server could not store {what}: its media folder cannot be written to "
+            "(missing, read-only or full). Nothing was kept; ask the administrator to check "
+            "the media folder, then try again."
+        )
+
+
+def media_unwritable_response(response: HttpResponse, problem: MediaUnwritable) -> HttpResponse:
+    """``response`` (the page, the message among its form errors) as a 503 that says why.
+
+    The message also goes in the refusal header, which static/js/app.js shows when an htmx
+    request is answered with an error and nothing is swapped.
+    """
+    response.status_code = 503
+    response[MESSAGE_HEADER] = str(problem)
+    return response

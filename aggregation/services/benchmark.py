@@ -175,14 +175,14 @@ def benchmark_import(
 
 def benchmark_upload_enqueue(*, project: Project, files: Sequence[Any], by: Any, images: str = ""):
     """Keep the uploaded files and queue the job that imports them as the benchmark version."""
-    from annotation.importing.uploads import upload_keep
+    from annotation.importing.uploads import uploads_keep
     from core.jobs import job_create, job_enqueue
     from core.models import Job
 
     from ..tasks import benchmark_import_task
 
     # One random folder per file: unguessable, and same-named shards cannot collide.
-    kept = [upload_keep(project=project, upload=f, default="rows.parquet") for f in files]
+    kept = uploads_keep(project=project, uploads=files, default="rows.parquet")
     names = [name for name, _ in kept]
     paths = [path for _, path in kept]
     with transaction.atomic():

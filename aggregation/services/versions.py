@@ -6,6 +6,8 @@ in the list. The files are then written to a temporary directory from one consis
 labels, and in a single transaction the rows are frozen, the files stored and the status set to
 ``ready``. Any error rolls that transaction back, removes stored files and marks the version
 ``failed``: a failed version has no rows and no files, and the API only ever shows ready ones.
+Its note and its job's card say why in words, never with a server path: a media folder that
+refuses the files is :class:`core.media.MediaUnwritable`, any other file error is restated.
 A worker killed mid-build leaves the version ``building``: the job's next attempt rebuilds it
 under the same number, and a job abandoned for good (cancelled, out of attempts) fails it, so a
 number is never a silent gap.
@@ -34,6 +36,7 @@ from annotation.models import Criterion, LabelScale, Project
 from annotation.pseudonyms import Pseudonyms
 from annotation.services.criteria import criteria_history
 from core.db import JsonText, RowsInserter
+from core.media import MediaUnwritable
 
 from ..export.build import LABELS_PUBLISHED, LABELS_VOTES, BuildResult, export_build
 from ..export.contested import CONTESTED_FILE, ContestedResult, contested_build
@@ -64,6 +67,22 @@ ProgressFn = Callable[..., None]
 
 class VersionImmutable(Exception):
     """Raised on an attempt to change a version that is no longer building."""
+
+
+def _build_failure(exc: BaseException) -> BaseException:
+    """The error a failed build reports on its card: a file error restated without its path.
+
+    It keeps its type (a missing image stays a FileNotFoundError); the original, with the
+    server path, is chained to it for the log.
+    """
+    if not isinstance(exc, OSError):
+        return exc
+    reason = exc.strerror or exc.__class__.__name__
+    message = f"a file could not be read or written ({reason}); the server's log names it"
+    try:
+        return type(exc)(message)
+    except TypeError:
+        return OSError(message)
 
 
 def _number_reserve(
@@ -214,7 +233,11 @@ def _store(
     sha, size = digest or file_digest(path)
     record = DatasetFile(version=version, kind=kind, size=size, sha256=sha)
     with open(path, "rb") as fh:
-        record.file.save(path.name, _BuiltFile(fh) if digest else File(fh), save=False)
+        try:
+            record.file.save(path.name, _BuiltFile(fh) if digest else File(fh), save=False)
+        except OSError as exc:
+            logger.error("could not store %s of version %s: %s", kind, version.number, exc)
+            raise MediaUnwritable("the version's files") from exc
     stored.append(record.file.name)
     record.save()
     return record
@@ -406,10 +429,13 @@ def version_build(
                 _file_storage().delete(name)
             except OSError:
                 logger.exception("could not remove %s", name)
+        failure = _build_failure(exc)
         DatasetVersion.objects.filter(pk=version.pk, status=DatasetVersion.Status.BUILDING).update(
             status=DatasetVersion.Status.FAILED,
-            note=f"Build failed: {exc or exc.__class__.__name__}"[:2000],
+            note=f"Build failed: {failure or failure.__class__.__name__}"[:2000],
         )
+        if failure is not exc:
+            raise failure from exc
         raise
     version.refresh_from_db()
     return version

@@ -14,6 +14,7 @@ from annotation.importing.uploads import UPLOAD_SUFFIXES
 from annotation.models import Project
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
+from core.media import MediaUnwritable, media_unwritable_response
 from core.models import Job
 from core.permissions import lead_required
 
@@ -89,9 +90,11 @@ def benchmark_import_page(request: HttpRequest, slug: str) -> HttpResponse:
                     by=request.user,
                     images=form.cleaned_data["images"],
                 )
-            except JobQueueUnavailable as exc:
+            except (JobQueueUnavailable, MediaUnwritable) as exc:
                 form.add_error(None, str(exc))
                 page = render(request, "aggregation/benchmark.html", _context(project, form, None))
+                if isinstance(exc, MediaUnwritable):
+                    return media_unwritable_response(page, exc)
                 return queue_unavailable(request, page)
             return redirect(f"{reverse('benchmark-import', args=[slug])}?job={job.pk}")
     else:

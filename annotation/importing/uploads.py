@@ -1,9 +1,15 @@
-"""Uploads from the lead's import page: keep the file, queue the import job."""
+"""Uploads from the lead's import page: keep the file, queue the import job.
+
+Every upload is stored by :func:`upload_store`: when the media folder refuses the write, it
+raises :class:`core.media.MediaUnwritable` (a plain message, no server path) and leaves nothing
+behind, and no job is created.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -12,7 +18,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from core.jobs import job_create, job_enqueue
-from core.media import upload_storage_name
+from core.media import MediaUnwritable, upload_storage_name
 from core.models import Job
 
 from ..models import Project
@@ -23,13 +29,40 @@ logger = logging.getLogger(__name__)
 UPLOAD_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".zip")
 
 
+def upload_store(name: str, upload: Any) -> str:
+    """Store an upload under ``name`` (in a fresh random folder); the path it was stored as.
+
+    A write the media folder refuses raises MediaUnwritable; a partly written file is removed
+    with its folder. The error, with its server path, goes to the log only.
+    """
+    try:
+        return default_storage.save(name, upload)
+    except OSError as exc:
+        logger.error("could not store the upload %s: %s", name, exc)
+        upload_discard(name)
+        raise MediaUnwritable("the uploaded file") from exc
+
+
 def upload_keep(*, project: Project, upload: Any, default: str) -> tuple[str, str]:
     """Store an upload in a fresh random folder of the project's imports: (its name, the path)."""
     name = Path(getattr(upload, "name", "") or default).name
-    path = default_storage.save(
-        upload_storage_name(f"imports/{project.slug}", name, default), upload
-    )
+    path = upload_store(upload_storage_name(f"imports/{project.slug}", name, default), upload)
     return name, path
+
+
+def uploads_keep(
+    *, project: Project, uploads: Sequence[Any], default: str
+) -> list[tuple[str, str]]:
+    """Store several uploads (one random folder each); if one fails, none is kept."""
+    kept: list[tuple[str, str]] = []
+    try:
+        for upload in uploads:
+            kept.append(upload_keep(project=project, upload=upload, default=default))
+    except MediaUnwritable:
+        for _, path in kept:
+            upload_discard(path)
+        raise
+    return kept
 
 
 def import_upload_enqueue(

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
+from core.media import MediaUnwritable, media_unwritable_response
 from core.models import Job
 from core.permissions import lead_required
 
@@ -109,12 +110,14 @@ def import_upload(request: HttpRequest, slug: str) -> HttpResponse:
                     filters=form.cleaned_data["filters"],
                     images=form.cleaned_data["images"],
                 )
-            except JobQueueUnavailable as exc:
+            except (JobQueueUnavailable, MediaUnwritable) as exc:
                 form.add_error(None, str(exc))
                 template = "annotation/import.html#upload-panel" if request.htmx else None
                 page = render(
                     request, template or "annotation/import.html", _context(project, form, None)
                 )
+                if isinstance(exc, MediaUnwritable):
+                    return media_unwritable_response(page, exc)
                 return queue_unavailable(request, page)
             if request.htmx:
                 # The panel with the new job, and the recent list updated out of band.

@@ -18,6 +18,7 @@ from annotation.selectors.projects import project_get
 from core.csv_safe import csv_writer
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
+from core.media import MediaUnwritable, media_unwritable_response
 from core.models import Job
 from core.permissions import lead_required
 
@@ -67,9 +68,11 @@ def curation_page(request: HttpRequest, slug: str) -> HttpResponse:
                 file=form.cleaned_data["file"],
                 images=form.cleaned_data["images"],
             )
-        except JobQueueUnavailable as exc:
+        except (JobQueueUnavailable, MediaUnwritable) as exc:
             form.add_error(None, str(exc))
             page = render(request, "curation/curation.html", _context(project, form=form))
+            if isinstance(exc, MediaUnwritable):
+                return media_unwritable_response(page, exc)
             return queue_unavailable(request, page)
         return redirect(f"{reverse('curation', args=[slug])}?job={job.pk}#job")
     return render(request, "curation/curation.html", _context(project, form=form), status=400)

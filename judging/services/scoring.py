@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from aggregation.models import DatasetVersion
+from annotation.importing.uploads import upload_store
 from core.db import insert_rows
 from core.jobs import job_create, job_enqueue
 from core.models import Job
@@ -46,6 +46,7 @@ from ..models import JudgeRun, Prediction, Scorecard
 from ..parsing import tie_margin_problem
 from ..predictions import DatasetIndex, ParsedPredictions, read_predictions
 from ..selectors.compare import run_codes
+from .judge_reliability import judge_statistics
 
 Progress = Callable[..., None]
 
@@ -546,6 +547,7 @@ def scorecard_compute(
         )
         if on_contested:
             figures["contested"] = on_contested
+        figures.update(judge_statistics(version=version, rows=rows, split=split, covered=covered))
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
@@ -600,7 +602,7 @@ def predictions_upload_enqueue(
     _check_tie_margin(tie_margin)
     judge = _clean_judge(judge)
     run_index_check(version=version, judge=judge, run_index=run_index)
-    path = default_storage.save(_upload_path(version, getattr(file, "name", "")), file)
+    path = upload_store(_upload_path(version, getattr(file, "name", "")), file)
     with transaction.atomic():
         job = job_create(
             kind=Job.Kind.SCORE_JUDGE,

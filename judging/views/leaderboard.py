@@ -18,6 +18,7 @@ from aggregation.models import DatasetVersion
 from annotation.forms import JobParamForm
 from core.http import queue_unavailable
 from core.jobs import JobQueueUnavailable
+from core.media import MediaUnwritable, media_unwritable_response
 from core.models import Job
 from core.permissions import is_lead, lead_required
 from judging.selectors.leaderboard import Cell, Column
@@ -269,11 +270,13 @@ def predictions_upload(request: HttpRequest, slug: str, number: int) -> HttpResp
                 )
             except services.UploadRejected as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            except JobQueueUnavailable as exc:
+            except (JobQueueUnavailable, MediaUnwritable) as exc:
                 form.add_error(None, str(exc))
                 context = _upload_context(version, form, None)
                 template = "judging/upload.html#upload-panel" if request.htmx else None
                 page = render(request, template or "judging/upload.html", context)
+                if isinstance(exc, MediaUnwritable):
+                    return media_unwritable_response(page, exc)
                 return queue_unavailable(request, page)
             else:
                 if request.htmx:
