@@ -45,6 +45,15 @@ A_BETTER = "A better"
 B_BETTER = "B better"
 NOT_DISTINGUISHABLE = "not distinguishable"
 UNDEFINED = "n/a"
+#: How the headline figures are named on the pages and in the exports.
+HEADLINE_LABELS = {"pacc": "PAcc", "cmr": "CMR", "tos": "TOS", "avg": "Avg", "overall": "Overall"}
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for reading: 4 decimals, ``<0.0001`` below, ``n/a`` when untested."""
+    if p is None:
+        return UNDEFINED
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
 
 
 def mcnemar_exact(b: Any, c: Any) -> np.ndarray:
@@ -98,6 +107,18 @@ class Figure:
     p_holm: float | None = None
     significant: bool = False
     verdict: str = UNDEFINED
+
+    @property
+    def label(self) -> str:
+        return HEADLINE_LABELS.get(self.key, self.key)
+
+    @property
+    def p_text(self) -> str:
+        return p_text(self.p)
+
+    @property
+    def p_holm_text(self) -> str:
+        return p_text(self.p_holm)
 
 
 @dataclass

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Count, Max
@@ -21,6 +22,7 @@ from core.text import counted
 
 from ..metrics import SPLIT_ORDER, criteria_in_order
 from ..models import JudgeRun, Scorecard
+from .compare import Distinction, board_distinctions
 
 HEADLINE = (
     ("pacc", "PAcc", "Pluralistic adherence accuracy: prompts with every criterion right"),
@@ -94,6 +96,23 @@ class Cell:
     detail: str = ""  # the counts behind the figure, e.g. "98 / 299 prompts"
 
 
+class BoardDistinctions:
+    """The paired tests of each judge against the one ranked just above, computed on first use.
+
+    Shared by the rows of one board: a page or export that never shows them costs nothing.
+    """
+
+    def __init__(self, version: DatasetVersion, split: str, sort_key: str) -> None:
+        self.version, self.split, self.sort_key = version, split, sort_key
+        self.ranked: list[Scorecard] = []
+
+    @cached_property
+    def by_judge(self) -> dict[str, Distinction]:
+        return board_distinctions(
+            version=self.version, split=self.split, sort_key=self.sort_key, ranked=self.ranked
+        )
+
+
 @dataclass
 class LeaderboardRow:
     scorecard: Scorecard
@@ -101,10 +120,16 @@ class LeaderboardRow:
     runs: int
     last_run_at: datetime | None
     invalid: int
+    board: BoardDistinctions | None = field(default=None, repr=False, compare=False)
 
     @property
     def judge(self) -> str:
         return self.scorecard.judge
+
+    @property
+    def distinction(self) -> Distinction | None:
+        """Whether this judge is distinguishable from the one just above (sort column)."""
+        return self.board.by_judge.get(self.judge) if self.board is not None else None
 
 
 def headline_cells(figures: dict[str, Any]) -> list[Cell]:
@@ -215,6 +240,11 @@ def leaderboard_rows(
     defined = [r for r in rows if _sort_value(r, key, columns) is not None]
     undefined = [r for r in rows if _sort_value(r, key, columns) is None]
     defined.sort(key=lambda r: _sort_value(r, key, columns), reverse=descending)
+    board = BoardDistinctions(version, split, key)
+    # Only judges with a defined figure are ranked against each other.
+    board.ranked = [r.scorecard for r in defined]
+    for row in rows:
+        row.board = board
     return defined + undefined, columns, (key, descending)
 
 

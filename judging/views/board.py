@@ -131,6 +131,12 @@ def judges_compare_page(request: HttpRequest, slug: str, number: int) -> HttpRes
         if comparison
         else [],
         "page": page,
+        "paired": comparison.paired if comparison else None,
+        "paired_criteria": [
+            {"fig": f, "column": columns.get(f.key)} for f in comparison.paired.criteria
+        ]
+        if comparison and comparison.paired
+        else [],
         "base": reverse("judge-compare", args=[slug, number]),
     }
     return render(request, "judging/compare.html", context)

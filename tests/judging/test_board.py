@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -18,8 +19,10 @@ from judging.compare import compare, split_verdicts
 from judging.metrics import INVALID, MISSING
 from judging.metrics import A as CA
 from judging.metrics import B as CB
+from judging.paired import N_BOOT
 from judging.services.scoring import judge_run_upload
 from judging.views.board import DIFF_PAGE_SIZE
+from tests.judging.paired_data import bootstrap_p, paired_version
 from tests.judging.web_data import (
     HAND_PREDICTIONS,
     HAND_ROWS,
@@ -282,3 +285,132 @@ def test_compare_queries_do_not_grow_with_the_rows(client, lead):
         return len(captured)
 
     assert queries(3) == queries(DIFF_PAGE_SIZE * 3)
+
+
+# --- Paired tests ---------------------------------------------------------------------------
+
+
+def _paired_rows(html: str, caption: str) -> dict[str, list[str]]:
+    """The cells of one paired-tests table, by figure key."""
+    table = html.split(caption, 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr data-figure="([^"]+)">(.*?)</tr>', table, re.S)
+    return {
+        key: [
+            re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", rest, re.S)
+        ]
+        for key, rest in rows
+    }
+
+
+@pytest.mark.django_db
+def test_compare_page_shows_the_paired_tests_one_criterion_apart(client, lead, project):
+    version = paired_version(project, lead, judges=("strong", "weak"))
+    client.force_login(lead)
+    url = reverse("judge-compare", args=[project.slug, version.number])
+    html = client.get(url, {"split": "reasoning", "a": "strong", "b": "weak"}).content.decode()
+    crit = _paired_rows(html, "Exact McNemar test per criterion")
+    assert crit["logic"] == ["100.00", "0.00", "12", "0", "0.0005", "0.0039", "● A better"]
+    assert crit["grounding"] == [
+        "100.00",
+        "91.67",
+        "1",
+        "0",
+        "1.0000",
+        "1.0000",
+        "not distinguishable",
+    ]
+    assert crit["hallucination"] == [
+        "100.00",
+        "100.00",
+        "0",
+        "0",
+        "1.0000",
+        "1.0000",
+        "not distinguishable",
+    ]
+    head = _paired_rows(html, "Headline differences")
+    holm_boot = f"{7 * bootstrap_p(N_BOOT):.4f}"
+    assert head["pacc"] == [
+        "100.00",
+        "0.00",
+        "100.00",
+        "100.00 to 100.00",
+        f"{bootstrap_p(N_BOOT):.4f}",
+        holm_boot,
+        "● A better",
+    ]
+    assert head["cmr"][:3] == ["100.00", "45.83", "54.17"]
+    assert head["cmr"][5:] == [holm_boot, "● A better"]
+    assert head["tos"] == [
+        "100.00",
+        "100.00",
+        "0.00",
+        "0.00 to 0.00",
+        "1.0000",
+        "1.0000",
+        "not distinguishable",
+    ]
+    assert head["avg"][:3] == ["100.00", "63.89", "36.11"]
+    assert head["overall"][:3] == ["100.00", "63.89", "36.11"]
+    assert (
+        "Holm&#x27;s correction over all 8 figures" in html
+        or "Holm's correction over all 8 figures" in html
+    )
+
+
+def _distinctions(html: str) -> dict[str, str]:
+    """Per judge of the board, the text of its distinction mark ("" without one)."""
+    heads = re.findall(
+        r'<th scope="row" class="judge-col"><a [^>]*>([^<]+)</a>(.*?)</th>', html, re.S
+    )
+    out = {}
+    for judge, rest in heads:
+        mark = re.search(r'<span class="distinction[^"]*"[^>]*>(.*)</span>', rest, re.S)
+        out[judge] = re.sub(r"<[^>]+>", "", mark.group(1)).strip() if mark else ""
+    return out
+
+
+@pytest.mark.django_db
+def test_leaderboard_says_which_judge_is_distinguishable_from_the_one_above(client, lead, project):
+    cache.clear()
+    version = paired_version(project, lead)
+    client.force_login(lead)
+    url = reverse("leaderboard", args=[project.slug, version.number])
+    html = client.get(url, {"split": "reasoning"}).content.decode()
+    assert _distinctions(html) == {
+        "strong": "",
+        "weak": "▲ distinguishable from strong",
+        "weak-twin": "≈ not distinguishable from weak",
+    }
+    assert f"Holm p {7 * bootstrap_p(N_BOOT):.4f}" in html  # PAcc, the sort column
+    # On TOS (100 for all three) nobody is distinguishable; on logic weak is.
+    html = client.get(url, {"split": "reasoning", "sort": "-tos"}).content.decode()
+    assert _distinctions(html)["weak"] == "≈ not distinguishable from strong"
+    html = client.get(url, {"split": "reasoning", "sort": "-c:logic"}).content.decode()
+    assert _distinctions(html)["weak"] == "▲ distinguishable from strong"
+    assert "Holm p 0.0039" in html
+    # A sort by name tests nothing.
+    html = client.get(url, {"split": "reasoning", "sort": "judge"}).content.decode()
+    assert set(_distinctions(html).values()) == {""}
+
+
+@pytest.mark.django_db
+def test_leaderboard_queries_do_not_grow_with_the_judges_and_the_tests_are_cached(client, lead):
+    def queries(judges: tuple[str, ...]) -> tuple[int, int]:
+        cache.clear()
+        project = project_create(name=f"P{len(judges)}", slug=f"p{len(judges)}")
+        version = paired_version(project, lead, judges=judges)
+        client.force_login(lead)
+        url = reverse("leaderboard", args=[project.slug, version.number])
+        counts = []
+        for _ in range(2):
+            with CaptureQueriesContext(connection) as captured:
+                assert "distinguishable from" in client.get(url).content.decode()
+            counts.append(len(captured))
+        return counts[0], counts[1]
+
+    first2, cached2 = queries(("strong", "weak"))
+    first3, cached3 = queries(("strong", "weak", "weak-twin"))
+    assert first2 == first3
+    assert cached2 == cached3 == first2 - 3  # no rows, runs or predictions read
