@@ -47,6 +47,7 @@ from ..parsing import tie_margin_problem
 from ..predictions import DatasetIndex, ParsedPredictions, read_predictions
 from ..selectors.compare import run_codes
 from .judge_reliability import judge_statistics
+from .ppi_figures import scorecard_ppi
 
 Progress = Callable[..., None]
 
@@ -548,6 +549,7 @@ def scorecard_compute(
         if on_contested:
             figures["contested"] = on_contested
         figures.update(judge_statistics(version=version, rows=rows, split=split, covered=covered))
+        figures.update(scorecard_ppi(version=version, rows=rows, split=split, codes=arrays[-1]))
         figures["computed_at"] = now.isoformat()
         latest_hash = next(
             (run.template_hash for run, _ in reversed(covered) if run.template_hash), ""
