@@ -4,6 +4,11 @@ Plain Python on plain records (no Django), so the escaping is tested on its own.
 percentages with two decimals, as on the page; an undefined figure (n/a) is an empty CSV cell
 and "--" in LaTeX. The CSV is written by the spreadsheet-safe writer (judge and criterion names
 are untrusted).
+
+Each judge may carry its paired test against the judge ranked just above it on the sort column
+(:mod:`judging.paired`): the CSV gives that judge, the figure compared, whether the two are
+distinguishable (Holm, alpha 0.05) and the Holm-adjusted p; the LaTeX table adds a last column
+"yes (p)" / "no (p)" when any judge has one.
 """
 
 from __future__ import annotations
@@ -46,6 +51,18 @@ class BoardRow:
     template_hash: str
     last_run: str  # ISO date, or ""
     invalid: int
+    above: str = ""  # the judge ranked just above, when the two were tested
+    compared_on: str = ""  # the figure tested (the sort column's label)
+    distinct: bool | None = None  # distinguishable from ``above`` after Holm
+    p_holm: float | None = None
+
+
+def _p(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _verdict(row: BoardRow) -> str:
+    return "" if row.distinct is None else ("yes" if row.distinct else "no")
 
 
 def latex_escape(text: str) -> str:
@@ -64,13 +81,16 @@ def board_csv(columns: Sequence[BoardColumn], rows: Sequence[BoardRow]) -> str:
     header = ["judge"]
     for column in columns:
         header += [column.label, f"{column.label} CI low", f"{column.label} CI high"]
-    writer.writerow([*header, "runs voted", "invalid or missing", "template hash", "last run"])
+    paired = ["judge above", "compared on", "distinguishable from above", "Holm p vs above"]
+    details = ["runs voted", "invalid or missing", "template hash", "last run"]
+    writer.writerow([*header, *details, *paired])
     for row in rows:
         cells = [row.judge]
         for value, ci in zip(row.values, row.cis, strict=True):
             low, high = ci if ci else (None, None)
             cells += [_figure(value), _figure(low), _figure(high)]
         cells += [str(row.runs), str(row.invalid), row.template_hash, row.last_run]
+        cells += [row.above, row.compared_on, _verdict(row), _p(row.p_holm)]
         writer.writerow(cells)
     return out.getvalue()
 
@@ -86,6 +106,8 @@ def board_latex(columns: Sequence[BoardColumn], rows: Sequence[BoardRow], *, cap
     n_criteria = len(columns) - n_metrics
     spec = "l" + "r" * n_metrics + ("@{\\quad}" + "r" * n_criteria if n_criteria else "")
     best = [_best(rows, i) for i in range(len(columns))]
+    paired = any(row.distinct is not None for row in rows)
+    spec += "l" if paired else ""
     lines = [
         "% Requires \\usepackage{booktabs}.",
         "\\begin{table}[t]",
@@ -99,9 +121,12 @@ def board_latex(columns: Sequence[BoardColumn], rows: Sequence[BoardRow], *, cap
     if n_criteria:
         groups.append(f"\\multicolumn{{{n_criteria}}}{{c}}{{Accuracy per criterion}}")
         rules.append(f"\\cmidrule(lr){{{n_metrics + 2}-{n_metrics + n_criteria + 1}}}")
+    groups += ["Paired test"] if paired else []
     lines.append(" & " + " & ".join(groups) + " \\\\")
     lines.append(" ".join(rules))
-    lines.append(" & ".join(["Judge", *(latex_escape(c.label) for c in columns)]) + " \\\\")
+    heads = ["Judge", *(latex_escape(c.label) for c in columns)]
+    heads += ["Distinct from above"] if paired else []
+    lines.append(" & ".join(heads) + " \\\\")
     lines.append("\\midrule")
     for row in rows:
         cells = [latex_escape(row.judge)]
@@ -110,6 +135,10 @@ def board_latex(columns: Sequence[BoardColumn], rows: Sequence[BoardRow], *, cap
             if value is not None and value == best[i]:
                 text = f"\\textbf{{{text}}}"
             cells.append(text)
+        if paired:
+            cells.append(
+                f"{_verdict(row)} ({row.p_holm:.4f})" if row.distinct is not None else "--"
+            )
         lines.append(" & ".join(cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from core.permissions import get_project_for_user
 from ..board_export import BoardColumn, BoardRow, board_csv, board_latex
 from ..forms import BoardQueryForm, CompareQueryForm
 from ..selectors import leaderboard as selectors
-from ..selectors.compare import judges_compare, rows_with_questions
+from ..selectors.compare import Distinction, judges_compare, rows_with_questions
 
 #: Rows where the judges differ, per page of the comparison.
 DIFF_PAGE_SIZE = 25
@@ -35,14 +35,27 @@ def leaderboard_latest(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "judging/leaderboard_none.html", {"project": project})
 
 
+def _distinction_fields(distinction: Distinction | None, compared_on: str) -> dict:
+    """The export's paired-test cells of a judge (empty when it was not tested)."""
+    if distinction is None:
+        return {}
+    return {
+        "above": distinction.above,
+        "compared_on": compared_on,
+        "distinct": distinction.significant,
+        "p_holm": distinction.p_holm,
+    }
+
+
 def _board(version: DatasetVersion, request: HttpRequest):
     splits = selectors.version_splits(version=version)
     split = BoardQueryForm(request.GET).split_in(splits)
     if split is None:
         raise Http404("This version has no rows.")
-    rows, columns, _ = selectors.leaderboard_rows(
+    rows, columns, (sort_key, _) = selectors.leaderboard_rows(
         version=version, split=split, sort=BoardQueryForm(request.GET).value("sort")
     )
+    labels = {c.key: c.label for c in columns} | {"overall": "Overall"}
     board_columns = [
         BoardColumn(label=c.label, group="criteria" if c.criterion else "metrics") for c in columns
     ]
@@ -55,6 +68,7 @@ def _board(version: DatasetVersion, request: HttpRequest):
             template_hash=row.scorecard.template_hash,
             last_run=row.last_run_at.date().isoformat() if row.last_run_at else "",
             invalid=row.invalid,
+            **_distinction_fields(row.distinction, labels.get(sort_key, "")),
         )
         for row in rows
     ]
@@ -76,6 +90,11 @@ def leaderboard_export(request: HttpRequest, slug: str, number: int, fmt: str) -
             f"Judges on the {selectors.split_label(split).lower()} split of "
             f"{version.project.name}, dataset version {version.number} (accuracy in percent)."
         )
+        if any(row.distinct is not None for row in rows):
+            caption += (
+                " Distinct from above: a paired test against the judge ranked just above on the"
+                " sort column, Holm-adjusted p in parentheses."
+            )
         body = board_latex(columns, rows, caption=caption)
     response = HttpResponse(body, content_type=EXPORT_TYPES[fmt])
     name = f"{version.project.slug}-v{version.number}-{split}-leaderboard.{fmt}"

@@ -71,10 +71,11 @@ def test_board_csv_has_figures_cis_and_is_safe_in_spreadsheets():
         "judge", "PAcc", "PAcc CI low", "PAcc CI high", "Avg", "Avg CI low", "Avg CI high",
         "Logic", "Logic CI low", "Logic CI high",
         "runs voted", "invalid or missing", "template hash", "last run",
+        "judge above", "compared on", "distinguishable from above", "Holm p vs above",
     ]  # fmt: skip
     assert table[1] == [
         "org/judge_1 & co", "31.44", "30.00", "33.00", "69.50", "", "", "", "", "",
-        "3", "1", "abc", "2026-01-02",
+        "3", "1", "abc", "2026-01-02", "", "", "", "",
     ]  # fmt: skip
     # A name a spreadsheet would run as a formula is quoted.
     assert table[2][0] == "'=cmd()" and table[2][7:10] == ["50.00", "40.00", "60.00"]
@@ -414,3 +415,42 @@ def test_leaderboard_queries_do_not_grow_with_the_judges_and_the_tests_are_cache
     first3, cached3 = queries(("strong", "weak", "weak-twin"))
     assert first2 == first3
     assert cached2 == cached3 == first2 - 3  # no rows, runs or predictions read
+
+
+def test_board_exports_carry_the_paired_test_against_the_judge_above():
+    rows = [ROWS[0], BoardRow("=cmd()", [9.41, 54.39, 50.0], [None, None, None], 1, "", "", 0,
+                              above="org/judge_1 & co", compared_on="PAcc", distinct=False,
+                              p_holm=0.25)]  # fmt: skip
+    table = list(csv.reader(io.StringIO(board_csv(COLUMNS, rows))))
+    assert table[1][-4:] == ["", "", "", ""]
+    assert table[2][-4:] == ["org/judge_1 & co", "PAcc", "no", "0.25"]
+    tex = board_latex(COLUMNS, rows, caption="c")
+    assert "\\begin{tabular}{lrr@{\\quad}rl}" in tex
+    assert "Judge & PAcc & Avg & Logic & Distinct from above \\\\" in tex
+    assert "org/judge\\_1 \\& co & \\textbf{31.44} & \\textbf{69.50} & -- & -- \\\\" in tex
+    assert "=cmd() & 9.41 & 54.39 & 50.00 & no (0.2500) \\\\" in tex
+
+
+@pytest.mark.django_db
+def test_exports_say_whether_each_judge_is_distinguishable_from_the_one_above(
+    client, lead, project
+):
+    cache.clear()
+    version = paired_version(project, lead)
+    client.force_login(lead)
+    response = _export(client, version, "csv", split="reasoning")
+    table = list(csv.reader(io.StringIO(response.content.decode())))
+    paired = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
+    tail = ["judge above", "compared on", "distinguishable from above", "Holm p vs above"]
+    assert [paired["strong"][k] for k in tail] == ["", "", "", ""]
+    assert [paired["weak"][k] for k in tail] == [
+        "strong", "PAcc", "yes", f"{7 * bootstrap_p(N_BOOT):.6g}",
+    ]  # fmt: skip
+    assert [paired["weak-twin"][k] for k in tail] == ["weak", "PAcc", "no", "1"]
+    response = _export(client, version, "tex", split="reasoning", sort="-c:logic")
+    tex = response.content.decode()
+    assert "Distinct from above" in tex and "Holm-adjusted p in parentheses" in tex
+    lines = {line.split(" & ")[0]: line for line in tex.splitlines() if " & " in line}
+    assert lines["weak"].endswith(" & yes (0.0039) \\\\")
+    assert lines["weak-twin"].endswith(" & no (1.0000) \\\\")
+    assert lines["strong"].endswith(" & -- \\\\")
