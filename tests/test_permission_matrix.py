@@ -221,6 +221,10 @@ MATRIX: dict[str, Entry] = {
     ),
     "api-scorecards": Entry(get=API_MEMBER_GET, post=API_GET_ONLY_POST),
     "api-scorecard": Entry(get=API_MEMBER_GET, post=API_GET_ONLY_POST),
+    # Without ?a=&b=&split= a member's GET is a 400 naming the parameters.
+    "api-judges-compare": Entry(
+        get=api(web(401, 400, 403, 403, 400), 400, 400, 400, 400), post=API_GET_ONLY_POST
+    ),
     # The schema and its docs page are public; a revoked token is refused even there.
     "api-schema": Entry(
         get=api(web(200, 200, 200, 200, 200), 200, 200, 200, 200),
@@ -242,6 +246,9 @@ MATRIX: dict[str, Entry] = {
     "logout": Entry(get=web(405, 405, 405, 405, 405), post=web(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
     # Browsers ask for /favicon.ico on every page, logged in or not: the SVG icon.
     "favicon": Entry(get=web(301, 301, 301, 301, 301), post=web(405, 405, 405, 405, 405)),
+    # The health probes are public and say nothing of the data (core.health); GET only.
+    "healthz": Entry(get=web(200, 200, 200, 200, 200), post=web(405, 405, 405, 405, 405)),
+    "readyz": Entry(get=web(200, 200, 200, 200, 200), post=web(405, 405, 405, 405, 405)),
     # A web image of P (core.permissions.media_file decides; refusals are 404).
     "media": Entry(get=web(LOGIN, 200, 404, 404, 200), post=web(LOGIN, 405, 405, 405, 405)),
 }

@@ -154,6 +154,11 @@ def judge_verdicts(
     return out
 
 
+def judge_scored(*, version: DatasetVersion, split: str, judge: str) -> bool:
+    """Whether ``judge`` has a scorecard on ``split`` of the version."""
+    return Scorecard.objects.filter(version=version, split=split, judge=judge).exists()
+
+
 def judges_paired(
     *,
     version: DatasetVersion,

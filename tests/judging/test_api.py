@@ -189,3 +189,64 @@ def test_the_schema_documents_the_judging_endpoints(api, lead):
     assert set(submit["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
     assert {"201", "400", "401", "403"} <= set(submit["responses"])
     assert "/api/projects/{slug}/versions/{number}/scorecards/{split}/{judge}/" in paths
+
+
+# --- Two judges compared ----------------------------------------------------------------------
+
+
+def compare_url(version):
+    return reverse("api-judges-compare", args=[version.project.slug, version.number])
+
+
+def test_compare_gives_the_paired_figures_of_the_page(api, lead, project):
+    from judging.paired import N_BOOT
+    from tests.judging.paired_data import LOGIC_P, bootstrap_p, paired_version
+
+    version = paired_version(project, lead, judges=("strong", "weak"))
+    auth(api, make_token(lead, scope="read"))
+    response = api.get(compare_url(version), {"a": "strong", "b": "weak", "split": "reasoning"})
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert (data["judge_a"], data["judge_b"], data["split"]) == ("strong", "weak", "reasoning")
+    assert (data["alpha"], data["n_boot"], data["seed"], data["family"]) == (0.05, N_BOOT, 0, 8)
+    crit = {f["key"]: f for f in data["criteria"]}
+    assert list(crit) == ["grounding", "logic", "hallucination"]  # the protocol order
+    assert crit["logic"] == {
+        "key": "logic", "test": "mcnemar", "a": 100.0, "b": 0.0, "diff": 100.0, "n": 12,
+        "p": LOGIC_P, "ci": None, "only_a": 12, "only_b": 0, "p_holm": 8 * LOGIC_P,
+        "significant": True, "verdict": "A better",
+    }  # fmt: skip
+    assert [crit["grounding"][k] for k in ("only_a", "only_b", "p", "p_holm", "verdict")] == [
+        1, 0, 1.0, 1.0, "not distinguishable",
+    ]  # fmt: skip
+    head = {f["key"]: f for f in data["headline"]}
+    assert list(head) == ["pacc", "cmr", "tos", "avg", "overall"]
+    assert head["pacc"]["ci"] == [100.0, 100.0]
+    assert head["pacc"]["p"] == pytest.approx(bootstrap_p(N_BOOT))
+    assert head["pacc"]["p_holm"] == pytest.approx(7 * bootstrap_p(N_BOOT))
+    assert (head["cmr"]["a"], head["cmr"]["b"], head["cmr"]["diff"]) == (100.0, 45.83, 54.17)
+    assert head["cmr"]["n"] == 24 and head["cmr"]["verdict"] == "A better"
+    assert (head["tos"]["diff"], head["tos"]["p_holm"], head["tos"]["verdict"]) == (
+        0.0, 1.0, "not distinguishable",
+    )  # fmt: skip
+
+
+def test_compare_names_the_missing_or_unknown_parameter(api, lead, project):
+    from tests.judging.paired_data import paired_version
+
+    version = paired_version(project, lead, judges=("strong", "weak"))
+    auth(api, make_token(lead, scope="read"))
+    url = compare_url(version)
+    response = api.get(url, {"a": "strong"})
+    assert response.status_code == 400
+    assert set(response.json()) == {"b", "split"}
+    response = api.get(url, {"a": "strong", "b": "weak", "split": "nope"})
+    assert response.status_code == 400 and list(response.json()) == ["split"]
+    response = api.get(url, {"a": "strong", "b": "nobody", "split": "reasoning"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "b": ["No judge 'nobody' is scored on the reasoning split of this version."]
+    }
+    # Scored on reasoning only: on the open-ended split both are unknown.
+    response = api.get(url, {"a": "strong", "b": "weak", "split": "open_ended"})
+    assert response.status_code == 400 and set(response.json()) == {"a", "b"}
