@@ -2,7 +2,8 @@
 
 ``score_judges`` builds one JSON-serialisable payload with every figure and count; the
 formatters render it per split as a text table, a Markdown table (rows = judges, columns PAcc /
-CMR / TOS / Avg, then each criterion, as in the published tables) or JSON. No Django here.
+CMR / TOS / Avg, then each criterion, as in the published tables) or JSON. ``compare_judges``
+and ``render_compare`` do the same for the paired comparison of two judges. No Django here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from core.text import counted
-from judging.metrics import ScoreInput, criteria_in_order, score_runs
+from judging.metrics import (
+    ScoreInput,
+    criteria_in_order,
+    encode_predictions,
+    majority_vote_codes,
+    score_runs,
+)
+from judging.paired import HEADLINE_LABELS, N_BOOT, p_text, paired_compare
 from judging.predictions import ParsedPredictions
 
 HEADLINE = (("PAcc", "pacc"), ("CMR", "cmr"), ("TOS", "tos"), ("Avg", "avg"))
@@ -226,3 +234,114 @@ def render(payload: dict, fmt: str, *, runs: bool = False) -> str:
     if fmt == "table":
         return format_table(payload, runs=runs)
     raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+
+
+# --- Two judges compared (score_judge --compare) ------------------------------------------
+
+
+def _voted(judge: JudgeInput, scope: np.ndarray) -> np.ndarray:
+    """The judge's verdict codes on the rows of ``scope`` (several runs majority-voted)."""
+    runs = np.stack([encode_predictions(a[scope]) for a in judge.parsed.run_list()])
+    return runs[0] if len(runs) == 1 else majority_vote_codes(runs)
+
+
+def compare_judges(
+    rows: ScoreInput,
+    judge_a: JudgeInput,
+    judge_b: JudgeInput,
+    *,
+    dataset: str,
+    split: str | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> dict:
+    """The paired comparison of judge A with judge B on each split (:mod:`judging.paired`)."""
+    scope = np.ones(len(rows), dtype=bool) if split is None else rows.split == split
+    scored = rows if split is None else rows.take(scope)
+    a, b = _voted(judge_a, scope), _voted(judge_b, scope)
+    return {
+        "dataset": dataset,
+        "judge_a": judge_a.name,
+        "judge_b": judge_b.name,
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "prompt"},
+        "splits": {
+            s: paired_compare(scored, a, b, split=s, n_boot=n_boot, seed=seed).as_dict()
+            for s in scored.splits
+        },
+    }
+
+
+def _ci_cell(ci: list[float] | None) -> str:
+    return "n/a" if not ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
+
+
+def _tested(f: dict) -> list[str]:
+    return [p_text(f["p"]), p_text(f["p_holm"]), f["verdict"]]
+
+
+def compare_tables(payload: dict, split: str) -> list[tuple[list[str], list[list[str]]]]:
+    """The two tables of one split: per criterion (McNemar), then the headline differences."""
+    paired = payload["splits"][split]
+    crit = [
+        [f["key"], _cell(f["a"]), _cell(f["b"]), str(f["only_a"]), str(f["only_b"]), *_tested(f)]
+        for f in paired["criteria"]
+    ]
+    head = [
+        [
+            HEADLINE_LABELS[f["key"]],
+            _cell(f["a"]),
+            _cell(f["b"]),
+            _cell(f["diff"]),
+            _ci_cell(f["ci"]),
+            *_tested(f),
+        ]
+        for f in paired["headline"]
+    ]
+    return [
+        (["Criterion", "A", "B", "b", "c", "p", "Holm p", "Verdict"], crit),
+        (["Figure", "A", "B", "A - B", "95% interval", "p", "Holm p", "Verdict"], head),
+    ]
+
+
+def _compare_title(payload: dict, split: str) -> str:
+    paired = payload["splits"][split]
+    return (
+        f"{split}: A = {payload['judge_a']}, B = {payload['judge_b']} · exact McNemar per "
+        f"criterion, paired bootstrap over prompts ({paired['n_boot']} draws, seed "
+        f"{paired['seed']}) for the differences · Holm over {paired['family']} figures, "
+        f"alpha {paired['alpha']}"
+    )
+
+
+def _aligned(header: list[str], body: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        middle = (c.rjust(w) for c, w in zip(cells[1:-1], widths[1:-1], strict=True))
+        return "  ".join([first, *middle, cells[-1]]).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *map(line, body)]
+
+
+def render_compare(payload: dict, fmt: str) -> str:
+    """The paired comparison as aligned text tables, Markdown or JSON."""
+    if fmt == "json":
+        return format_json(payload)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    blocks = []
+    for split in payload["splits"]:
+        tables = compare_tables(payload, split)
+        if fmt == "table":
+            lines = [_compare_title(payload, split)]
+            for header, body in tables:
+                lines += ["", *_aligned(header, body)]
+        else:
+            lines = [f"### {_compare_title(payload, split)}"]
+            for header, body in tables:
+                lines += ["", "| " + " | ".join(header) + " |"]
+                lines.append("|" + "|".join([":---", *["---:"] * (len(header) - 2), ":---"]) + "|")
+                lines += ["| " + " | ".join(r) + " |" for r in body]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

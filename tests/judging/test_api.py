@@ -226,6 +226,7 @@ def test_compare_gives_the_paired_figures_of_the_page(api, lead, project):
     assert head["pacc"]["p_holm"] == pytest.approx(7 * bootstrap_p(N_BOOT))
     assert (head["cmr"]["a"], head["cmr"]["b"], head["cmr"]["diff"]) == (100.0, 45.83, 54.17)
     assert head["cmr"]["n"] == 24 and head["cmr"]["verdict"] == "A better"
+    assert head["cmr"]["ci"] == [50.0, 62.5]  # as the command prints it (same draws)
     assert (head["tos"]["diff"], head["tos"]["p_holm"], head["tos"]["verdict"]) == (
         0.0, 1.0, "not distinguishable",
     )  # fmt: skip

@@ -341,7 +341,7 @@ def test_compare_page_shows_the_paired_tests_one_criterion_apart(client, lead, p
         holm_boot,
         "● A better",
     ]
-    assert head["cmr"][:3] == ["100.00", "45.83", "54.17"]
+    assert head["cmr"][:4] == ["100.00", "45.83", "54.17", "50.00 to 62.50"]
     assert head["cmr"][5:] == [holm_boot, "● A better"]
     assert head["tos"] == [
         "100.00",

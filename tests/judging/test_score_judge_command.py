@@ -289,3 +289,78 @@ def test_a_tie_and_a_prompt_in_two_splits_are_scored_with_warnings(tmp_path):
         "1 prompt with rows in both spl",
     ]
     assert payload["judges"]["judge"]["parse"]["warnings"] == payload["dataset_warnings"]
+
+
+# --- --compare ---------------------------------------------------------------------------------
+
+
+def _paired_files(tmp_path: Path) -> tuple[str, str]:
+    from tests.judging.paired_data import STRONG, WEAK
+    from tests.judging.web_data import jsonl, prediction_lines
+
+    paths = []
+    for name, predictions in (("strong", STRONG), ("weak", WEAK)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(jsonl(prediction_lines(predictions)))
+        paths.append(str(path))
+    return paths[0], paths[1]
+
+
+@pytest.mark.django_db
+def test_compare_prints_the_paired_figures_of_the_api(tmp_path, project, lead):
+    from judging.paired import N_BOOT
+    from tests.judging.paired_data import LOGIC_P, bootstrap_p, paired_version
+
+    paired_version(project, lead, judges=())
+    strong, weak = _paired_files(tmp_path)
+    out, _ = run(f"{project.slug}:v1", strong, weak, "--compare", "--format", "json")
+    payload = json.loads(out)
+    assert (payload["judge_a"], payload["judge_b"]) == ("strong", "weak")
+    paired = payload["splits"]["reasoning"]
+    assert (paired["n_boot"], paired["seed"], paired["family"]) == (N_BOOT, 0, 8)
+    logic = next(f for f in paired["criteria"] if f["key"] == "logic")
+    assert (logic["only_a"], logic["only_b"], logic["p"], logic["p_holm"]) == (
+        12, 0, LOGIC_P, 8 * LOGIC_P,
+    )  # fmt: skip
+    verdicts = {f["key"]: f["verdict"] for f in [*paired["criteria"], *paired["headline"]]}
+    assert verdicts == {
+        "grounding": "not distinguishable", "logic": "A better",
+        "hallucination": "not distinguishable", "pacc": "A better", "cmr": "A better",
+        "tos": "not distinguishable", "avg": "A better", "overall": "A better",
+    }  # fmt: skip
+    pacc = paired["headline"][0]
+    assert pacc["p"] == pytest.approx(bootstrap_p(N_BOOT)) and pacc["ci"] == [100.0, 100.0]
+
+    table, _ = run(f"{project.slug}:v1", strong, weak, "--compare")
+    lines = table.splitlines()
+    assert lines[0].startswith("reasoning: A = strong, B = weak")
+    assert "Holm over 8 figures, alpha 0.05" in lines[0]
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line.strip()}
+    assert rows["logic"] == [
+        "logic",
+        "100.00",
+        "0.00",
+        "12",
+        "0",
+        "0.0005",
+        "0.0039",
+        "A",
+        "better",
+    ]
+    assert rows["grounding"][1:7] == ["100.00", "91.67", "1", "0", "1.0000", "1.0000"]
+    # The same draws as the compare page and the API (seed 0): the same interval.
+    assert rows["CMR"] == ["CMR", "100.00", "45.83", "54.17", "50.00", "to", "62.50", "0.0010",
+                           "0.0070", "A", "better"]  # fmt: skip
+    assert rows["TOS"] == ["TOS", "100.00", "100.00", "0.00", "0.00", "to", "0.00", "1.0000",
+                           "1.0000", "not", "distinguishable"]  # fmt: skip
+
+    markdown, _ = run(f"{project.slug}:v1", strong, weak, "--compare", "--format", "markdown")
+    assert "| logic | 100.00 | 0.00 | 12 | 0 | 0.0005 | 0.0039 | A better |" in markdown
+    assert "| PAcc | 100.00 | 0.00 | 100.00 | 100.00 to 100.00 |" in markdown
+
+
+def test_compare_needs_exactly_two_files():
+    with pytest.raises(CommandError, match="exactly two predictions files"):
+        run(ROWS, ALPHA, "--compare")
+    with pytest.raises(CommandError, match="drop --missing skip"):
+        run(ROWS, ALPHA, BETA, "--compare", "--missing", "skip")

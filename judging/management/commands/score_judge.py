@@ -12,13 +12,16 @@ from judging.datasets import resolve_dataset
 from judging.errors import InputFileError, PredictionsFileRejected
 from judging.metrics import SPLIT_ORDER
 from judging.models import JudgeConfig
+from judging.paired import N_BOOT
 from judging.predictions import DatasetIndex, read_predictions
 from judging.report import (
     FORMATS,
     MISSING_POLICIES,
     JudgeInput,
+    compare_judges,
     judge_name,
     render,
+    render_compare,
     score_judges,
 )
 from judging.runner.fallback import verifier_fallback
@@ -58,7 +61,13 @@ class Command(BaseCommand):
             help="For files of scores (score_a + score_b, or response + score): "
             "|score_a - score_b| <= this is a tie, which counts as wrong (default 0).",
         )
-        parser.add_argument("--n-boot", type=int, default=1000, help="Bootstrap replicates.")
+        parser.add_argument(
+            "--n-boot",
+            type=int,
+            default=None,
+            help=f"Bootstrap replicates (default 1000; {N_BOOT} with --compare, as the compare "
+            "page and the API).",
+        )
         parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
         parser.add_argument(
             "--runs", action="store_true", help="Also show a row per run in the tables."
@@ -77,10 +86,23 @@ class Command(BaseCommand):
             "cannot read and answers in one word, as the published evaluation's fallback does; "
             "the rows it decides are listed.",
         )
+        parser.add_argument(
+            "--compare",
+            action="store_true",
+            help="Exactly two PREDICTIONS files: compare judge A (the first) with judge B on the "
+            "same rows: exact McNemar per criterion, paired bootstrap differences of PAcc, CMR, "
+            "TOS, Avg and Overall, Holm-corrected (alpha 0.05).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["n_boot"] is None:
+            options["n_boot"] = N_BOOT if options["compare"] else 1000
         if options["n_boot"] < 0:
             raise CommandError("--n-boot must be 0 or more")
+        if options["compare"] and len(options["predictions"]) != 2:
+            raise CommandError("--compare takes exactly two predictions files (judge A, judge B)")
+        if options["compare"] and options["missing"] != "wrong":
+            raise CommandError("--compare counts missing predictions as wrong: drop --missing skip")
         try:
             skipped: list[str] | None = [] if options["lenient"] else None
             rows, label = resolve_dataset(options["dataset"], skipped=skipped)
@@ -133,6 +155,17 @@ class Command(BaseCommand):
                     f"{name}: {missing} dataset rows have no prediction and count as wrong "
                     "(--missing skip leaves them out)"
                 )
+        if options["compare"]:
+            payload = compare_judges(
+                rows,
+                *judges,
+                dataset=label,
+                split=options["split"],
+                n_boot=options["n_boot"],
+                seed=options["seed"],
+            )
+            self.stdout.write(render_compare(payload, options["format"]), ending="")
+            return
         payload = score_judges(
             rows,
             judges,
