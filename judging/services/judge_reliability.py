@@ -6,6 +6,7 @@
         "epsilon": 0.2, "alpha": 0.05, "min_annotators": 3, "min_items": 30,
         "requirements": "at least 3 annotators with at least 30 items each (...)",
         "refused": None,              # or why the version cannot be tested (no votes kept)
+        "criteria": ["completeness", "clarity"],   # the paper's order (JSON objects keep none)
         "per_criterion": {
             "completeness": {"winning_rate": 0.67, "passed": True, "annotators": 3,
                              "items": 120, "p_values": [...], "rejected": [...],
@@ -17,6 +18,7 @@
         "passed": ["completeness"], "failed": [], "refused_criteria": ["clarity"],
     },
     "reliability": {
+        "criteria": ["completeness", ...],
         "per_criterion": {
             "completeness": {"position_consistency": 92.5,   # percent, the runner's figure
                              "position_rows": 120,
@@ -142,6 +144,7 @@ def alt_test_figures(
         "min_items": MIN_ITEMS,
         "requirements": REQUIREMENTS,
         "refused": None,
+        "criteria": [],
         "per_criterion": {},
         "passed": [],
         "failed": [],
@@ -152,7 +155,8 @@ def alt_test_figures(
     votes = _split_votes(version, rows, split)
     # The judge's label in the test's codes: A 0, B 1, anything else agrees with nobody.
     labels = np.select([judge == A, judge == B], [0, 1], -1)
-    for criterion in _criteria(rows, split):
+    out["criteria"] = _criteria(rows, split)
+    for criterion in out["criteria"]:
         positions = np.flatnonzero((rows.split == split) & (rows.criterion == criterion))
         out["per_criterion"][criterion] = alt_test(
             _vote_matrix(votes, positions), labels[positions], epsilon=epsilon, alpha=alpha
@@ -199,7 +203,8 @@ def reliability_figures(
     positional = _position_consistency(runs, split)
     human, source = _annotator_kappa(version, split)
     per: dict[str, Any] = {}
-    for criterion in _criteria(rows, split):
+    criteria = _criteria(rows, split)
+    for criterion in criteria:
         mask = (rows.split == split) & (rows.criterion == criterion)
         own = self_agreement(codes[:, mask])
         position = positional.get(criterion) or {}
@@ -215,4 +220,4 @@ def reliability_figures(
             "annotator_kappa": _rounded(kappa, 4),
             "annotator_kappa_source": source if kappa is not None else None,
         }
-    return {"per_criterion": per}
+    return {"criteria": criteria, "per_criterion": per}
