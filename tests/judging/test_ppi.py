@@ -75,8 +75,14 @@ def test_lambda_is_clipped_to_0_and_1():
     y = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
     anti = 1 - y  # a proxy against the labels: the variance-minimising λ is negative
     assert ppi_mean(y, anti, np.array([1.0, 0.0, 1.0])).lam[0] == 0.0
-    # A proxy equal to the labels with few unlabeled items would want λ > 1 only for N < 0.
-    assert 0.0 <= ppi_mean(y, y, np.array([1.0, 0.0] * 50)).lam[0] <= 1.0
+    # A proxy equal to the labels: Var(Y) / ((1 + n/N) Var(Ŷ)), below 1.
+    unlabeled = np.array([1.0, 0.0] * 50)
+    expected = np.var(y) / ((1 + 6 / 100) * np.var(np.concatenate([y, unlabeled]), ddof=1))
+    assert ppi_mean(y, y, unlabeled).lam[0] == pytest.approx(expected)
+    assert 0.9 < expected < 1.0
+    # Proxies spread on the labeled items and constant elsewhere want λ far above 1.
+    spread = np.array([1.0, 0.0] * 5)
+    assert ppi_mean(spread, spread, np.ones(1000)).lam[0] == 1.0
 
 
 def test_lambda_0_is_the_human_only_mean_and_interval():
