@@ -188,12 +188,14 @@ def test_leaderboard_queries_do_not_grow_with_judges(
     client, lead, version, judges, django_assert_max_num_queries
 ):
     client.force_login(lead)
-    # 13: the lead's page also lists the judge configs of the judge runner's form (one query).
-    with django_assert_max_num_queries(13):
+    # 13: the lead's page also lists the judge configs of the judge runner's form (one query);
+    # 3 more while the paired tests against the judge above are not cached: the version's rows,
+    # the judges' runs and their predictions, whatever the number of judges.
+    with django_assert_max_num_queries(16):
         assert client.get(board_url(version)).status_code == 200
     for i in range(5):
         judge_run_upload(version=version, judge=f"extra-{i}", file=predictions_file(), by=lead)
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(16):
         html = client.get(board_url(version)).content.decode()
     assert len(judge_order(html)) == 8
 
