@@ -3,6 +3,12 @@
 The original bytes are kept untouched; the web rendition (long side at most ``WEB_LONG_SIDE``) is
 what the labeling screen shows. Files are named by content (SHA-256), so re-importing the same
 image writes nothing new.
+
+Every frame is checked: an animated GIF, WebP or PNG, or a multi-page TIFF, has at most
+``IMAGE_MAX_FRAMES`` frames, each within the pixel limit, and all of them together within it too
+(the whole file decodes within the same budget as one still image). Its web rendition is its
+first frame, a still: an annotator judges responses about one picture, which must not change
+under their eyes. The original is kept as uploaded.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 
 # A pixel limit far below Pillow's own (about 89 megapixels) because the web rendition is built
 # in memory; a 40 MP photo still passes. Override with the IMAGE_MAX_PIXELS setting.
 DEFAULT_MAX_PIXELS = 40_000_000
+# Frames of an animation or pages of a TIFF; override with the IMAGE_MAX_FRAMES setting.
+DEFAULT_MAX_FRAMES = 100
 WEB_LONG_SIDE = 1600
 ALLOWED_FORMATS = {"JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF"}
 WEB_READY = {"JPEG", "PNG", "WEBP", "GIF"}
@@ -58,6 +66,35 @@ def max_pixels() -> int:
     return int(getattr(settings, "IMAGE_MAX_PIXELS", DEFAULT_MAX_PIXELS))
 
 
+def max_frames() -> int:
+    return int(getattr(settings, "IMAGE_MAX_FRAMES", DEFAULT_MAX_FRAMES))
+
+
+def _frames_checked(image: Image.Image, limit: int) -> None:
+    """Decode every frame (page) of ``image`` within the limits, then go back to the first.
+
+    ``load()`` decodes the pixel data (``verify()`` does not) and fails on truncation.
+    """
+    most, total = max_frames(), 0
+    for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+        if number > most:
+            raise ImageRejected(f"more than {most} frames (an image has at most {most})")
+        width, height = frame.size
+        if width * height > limit:
+            raise ImageRejected(
+                f"frame {number} of {width}x{height} pixels exceeds the limit of {limit:,} "
+                "pixels (possible decompression bomb)"
+            )
+        total += width * height
+        if total > limit:
+            raise ImageRejected(
+                f"the first {number} frames hold {total:,} pixels together, over the limit of "
+                f"{limit:,} pixels (possible decompression bomb)"
+            )
+        frame.load()
+    image.seek(0)
+
+
 def _open_checked(data: bytes) -> Image.Image:
     """Open, check format and pixel count from the header, verify the structure."""
     if not data:
@@ -78,8 +115,7 @@ def _open_checked(data: bytes) -> Image.Image:
                 )
             probe.verify()
             image = Image.open(io.BytesIO(data))
-            # verify() does not decode the pixel data; load() does and fails on truncation.
-            image.load()
+            _frames_checked(image, limit)
     except ImageRejected:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -109,7 +145,8 @@ def image_inspect(data: bytes) -> ImageInfo:
 
 def _web_rendition(image: Image.Image, fmt: str, data: bytes) -> tuple[bytes, str]:
     orientation = image.getexif().get(0x0112, 1)
-    if max(image.size) <= WEB_LONG_SIDE and orientation == 1 and fmt in WEB_READY:
+    still = getattr(image, "n_frames", 1) == 1
+    if max(image.size) <= WEB_LONG_SIDE and orientation == 1 and fmt in WEB_READY and still:
         # Already fit for the browser: re-encoding would only cost time and quality.
         return data, EXTENSIONS[fmt]
     image = ImageOps.exif_transpose(image)

@@ -210,8 +210,6 @@ def _jsonl_records(path: Path):
         for line_no, raw in bounded_lines(handle):
             if raw is None:
                 raise DatasetFileError(line_too_long(), line=line_no)
-            if line_no == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
             if not raw.strip():
                 continue
             try:

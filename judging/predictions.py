@@ -49,6 +49,7 @@ from annotation.importing.limits import (
     CSV_FIELD_MAX_CHARS,
     JUDGE_OUTPUT_MAX_CHARS,
     PREDICTION_NAME_MAX_CHARS,
+    TEXT_ENCODING,
     JsonInputError,
     json_loads,
     shown_value,
@@ -229,14 +230,14 @@ def _open_text(source: str | Path | IO) -> tuple[IO[str], str]:
         path = Path(source)
         if not path.is_file():
             raise PredictionsFileError(f"no such file: {path}")
-        return path.open(encoding="utf-8-sig", newline=""), path.name
+        return path.open(encoding=TEXT_ENCODING, newline=""), path.name
     name = str(getattr(source, "name", "") or "")
     if hasattr(source, "seek"):
         source.seek(0)
     data = source.read()
     if isinstance(data, bytes):
         try:
-            data = data.decode("utf-8-sig")
+            data = data.decode(TEXT_ENCODING)
         except UnicodeDecodeError as exc:
             raise PredictionsFileError(f"the file is not UTF-8 text ({exc.reason})") from None
     return io.StringIO(data, newline=""), name

@@ -22,6 +22,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from annotation.importing.limits import TEXT_ENCODING
 from judging.errors import InputFileError
 
 PLACEHOLDERS = (
@@ -101,7 +102,7 @@ def template_from_bytes(data: bytes, *, name: str = "template") -> PromptTemplat
     if len(data) > MAX_TEMPLATE_BYTES:
         raise TemplateFileError(f"{name} is larger than {MAX_TEMPLATE_BYTES // 1024} KB")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(TEXT_ENCODING)
     except UnicodeDecodeError as exc:
         raise TemplateFileError(f"{name} is not UTF-8 text ({exc.reason})") from None
     return template_from_text(text, name=name)

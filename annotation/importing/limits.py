@@ -146,11 +146,31 @@ def _no_constants(name: str) -> Any:
     raise JsonInputError(f"invalid JSON: {name} is not a JSON value")
 
 
-def json_loads(text: str | bytes, *, check_text: bool = True) -> Any:
-    """Parse JSON as every reader here does: NaN and Infinity refused, depth and text checked.
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different; a repeated key would hide the first value."""
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise JsonInputError(f"invalid JSON: the key {shown_value(key)} appears twice")
+        value[key] = item
+    return value
 
-    Raises :class:`JsonInputError` with a message naming the column, or the path of a bad value.
-    With ``check_text=False`` the strings are left to the caller (see :func:`value_problem`).
+
+#: The UTF-8 byte order mark some editors write at the start of a file. Every reader of uploaded
+#: files accepts it there: JSON texts through :func:`json_loads`, text files by TEXT_ENCODING.
+BOM = "\ufeff"
+#: How an uploaded text file (CSV, JSONL) is decoded: UTF-8, a leading byte order mark dropped.
+TEXT_ENCODING = "utf-8-sig"
+
+
+def json_loads(text: str | bytes, *, check_text: bool = True) -> Any:
+    """Parse JSON as every reader of uploaded files does: a leading byte order mark dropped,
+    NaN and Infinity refused, a key repeated in an object refused (naming it), depth and text
+    checked.
+
+    Raises :class:`JsonInputError` with a message naming the column, the key, or the path of a
+    bad value; the reader adds the line. With ``check_text=False`` the strings are left to the
+    caller (see :func:`value_problem`).
     """
     if isinstance(text, bytes):
         try:
@@ -158,7 +178,9 @@ def json_loads(text: str | bytes, *, check_text: bool = True) -> Any:
         except UnicodeDecodeError as exc:
             raise JsonInputError(f"not valid UTF-8 (byte {exc.start + 1})") from None
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = json.loads(
+            text.removeprefix(BOM), parse_constant=_no_constants, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
