@@ -14,7 +14,14 @@ from aggregation.models import DatasetVersion
 from aggregation.selectors.export import version_rows_readable, versions_ready
 from core.permissions import get_project_for_user
 
-from ..board_export import BoardColumn, BoardRow, board_csv, board_latex
+from ..board_export import (
+    BoardColumn,
+    BoardRow,
+    board_csv,
+    board_latex,
+    replaces_count,
+    statistics_cells,
+)
 from ..forms import BoardQueryForm, CompareQueryForm
 from ..selectors import leaderboard as selectors
 from ..selectors.compare import Distinction, judges_compare, rows_with_questions
@@ -68,6 +75,8 @@ def _board(version: DatasetVersion, request: HttpRequest):
             template_hash=row.scorecard.template_hash,
             last_run=row.last_run_at.date().isoformat() if row.last_run_at else "",
             invalid=row.invalid,
+            statistics=statistics_cells(row.scorecard.figures),
+            replaces=replaces_count(row.scorecard.figures),
             **_distinction_fields(row.distinction, labels.get(sort_key, "")),
         )
         for row in rows
@@ -94,6 +103,11 @@ def leaderboard_export(request: HttpRequest, slug: str, number: int, fmt: str) -
             caption += (
                 " Distinct from above: a paired test against the judge ranked just above on the"
                 " sort column, Holm-adjusted p in parentheses."
+            )
+        if any(row.replaces is not None for row in rows):
+            caption += (
+                " Replaces an annotator: the criteria on which the judge passed the alternative"
+                " annotator test, of those tested."
             )
         body = board_latex(columns, rows, caption=caption)
     response = HttpResponse(body, content_type=EXPORT_TYPES[fmt])
