@@ -76,6 +76,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before the HTTPS redirect and the host check (core.health).
+    "core.middleware.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.csp.ContentSecurityPolicyMiddleware",
     "config.request_guard.RequestGuardMiddleware",
@@ -249,6 +251,15 @@ if not CELERY_BROKER_URL:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# One job at a time per worker process; more jobs at once take more worker processes. A worker
+# whose broker connection drops while it holds a running job's message and still waits for the
+# next one (two pool processes, one busy) exits: closing the dead connection, kombu tries to give
+# the message back through it and fails ("'NoneType' object has no attribute 'hostname'",
+# "Unrecoverable error"). With one process it never waits while it holds a message.
+CELERY_WORKER_CONCURRENCY = 1
+# A running job goes on through a broker outage (it needs only the database); its late ack is
+# lost with the connection, and a redelivered message finds the job finished and does nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Redis gives an unacknowledged message to another worker after the visibility timeout: the
 # delay before a whole killed worker's task comes back by itself (the jobs-sweep beat entry
 # re-sends it sooner, after JOB_LEASE_SECONDS). A job running longer than this is delivered a
@@ -270,7 +281,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "core.jobs_sweep",
         "schedule": float(os.environ.get("JOB_SWEEP_SECONDS", "60")),
     },
+    # A worker notes the time it ran this (core.health): /readyz and the lead's dashboard say
+    # when none has been seen for WORKER_SEEN_SECONDS. One that waited behind a job expires.
+    "worker-heartbeat": {
+        "task": "core.worker_heartbeat",
+        "schedule": float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "30")),
+        "options": {"expires": float(os.environ.get("WORKER_HEARTBEAT_SECONDS", "30"))},
+    },
 }
+WORKER_SEEN_SECONDS = float(os.environ.get("WORKER_SEEN_SECONDS", "120"))
 
 # --- Background jobs (core/jobs.py) ---------------------------------------------------------
 # A running job's worker refreshes its heartbeat every third of the lease; a job whose heartbeat
@@ -317,14 +336,18 @@ REST_FRAMEWORK["NUM_PROXIES"] = 1 if BEHIND_PROXY else 0
 
 # --- Cache ----------------------------------------------------------------------------------
 # Throttle counts must be shared by every web process: Redis when CACHE_URL (or REDIS_URL) is
-# set, else a per-process memory cache, enough for the single-process embedded demo.
+# set, else a per-process memory cache, enough for the single-process embedded demo. While Redis
+# cannot be reached the cache answers as empty (core.cache): pages keep working, sessions are
+# read from the database, throttles count nothing; a dead Redis costs a request one second at
+# most, and each process tries it again every few seconds.
 CACHE_URL = os.environ.get("CACHE_URL", "") or os.environ.get("REDIS_URL", "")
 if CACHE_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "core.cache.DegradingRedisCache",
             "LOCATION": CACHE_URL,
             "KEY_PREFIX": "multicrit",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
     # Sessions are read from the shared cache (written through to the database): one query

@@ -10,6 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.media import media_response
 from core.permissions import media_file
+from core.views import health
 
 
 @login_required
@@ -31,6 +32,10 @@ def favicon(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("", include("core.urls")),
     path("favicon.ico", favicon, name="favicon"),
+    # Liveness and readiness probes, public (core.health); core.middleware answers them first,
+    # whatever the host and scheme.
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("", include("annotation.urls")),
     path("", include("aggregation.urls")),
     path("", include("judging.urls")),

@@ -25,12 +25,13 @@ in-process after the commit, as before.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -402,12 +403,21 @@ def job_execute(
 # --- Publishing ---------------------------------------------------------------------------------
 
 
-def _publish(job: Job) -> None:
-    """Send the job's task once, on a fresh connection tried once: a broker outage fails fast."""
+@contextlib.contextmanager
+def broker_connection() -> Iterator[Any]:
+    """A fresh connection to the broker, tried once: a broker outage raises at once."""
     from celery import current_app
 
     with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=3)
+        yield conn
+
+
+def _publish(job: Job) -> None:
+    """Send the job's task once, on a fresh connection tried once: a broker outage fails fast."""
+    from celery import current_app
+
+    with broker_connection() as conn:
         current_app.send_task(job.task, args=[job.pk], retry=False, connection=conn)
 
 
@@ -512,7 +522,7 @@ def job_retry(job: Job) -> Job:
         if not requeued:
             raise JobNotRetriable("The job changed meanwhile; reload the page.")
         job.refresh_from_db()
-        if _eager():
+        if runs_in_process():
             transaction.on_commit(lambda: _publish_eager(job))
         else:
             try:
@@ -523,7 +533,8 @@ def job_retry(job: Job) -> Job:
     return job
 
 
-def _eager() -> bool:
+def runs_in_process() -> bool:
+    """True when tasks run in the calling process (no broker configured: the embedded demo)."""
     from celery import current_app
 
     return bool(current_app.conf.task_always_eager)
@@ -551,7 +562,7 @@ def jobs_sweep() -> dict[str, int]:
     dead = Job.objects.filter(_dead(stale))
     for job_id in dead.filter(attempts__gte=F("max_attempts")).values_list("pk", flat=True):
         failed += _fail_exhausted(job_id)
-    if _eager():
+    if runs_in_process():
         return {"failed": failed, "resent": 0}  # nothing to re-send to: tasks run in-process
     # A re-send waits a lease after the previous one, so a busy queue is not flooded.
     not_recently_sent = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale)

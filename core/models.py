@@ -127,3 +127,13 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class WorkerHeartbeat(models.Model):
+    """When a worker last ran the beat's heartbeat task: one row, read by ``/readyz`` and the
+    lead's dashboard (see core.health)."""
+
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"worker seen at {self.seen_at:%Y-%m-%d %H:%M:%S}"

@@ -11,6 +11,7 @@ from aggregation.selectors.panel_audit import panel_audit_figures
 from aggregation.selectors.savings import votes_saved
 from annotation.selectors.projects import project_get
 from annotation.selectors.reports import reports_open_count
+from core.health import worker_seen
 from core.models import Job
 from core.permissions import lead_required
 
@@ -50,5 +51,6 @@ def dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "panel_audit": panel_audit_present(panel_audit_figures(project=project)),
         "savings": votes_saved(project=project),
         "scale_table": scale_distribution(project=project),
+        "worker_seen": worker_seen(),
     }
     return render(request, "aggregation/dashboard.html", context)
