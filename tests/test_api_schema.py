@@ -102,7 +102,7 @@ schema.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
 )
 #: A predictions body may fit the schema and still name rows the version lacks, or hold a file
 #: that is no predictions file: the documented 400 naming the line and field answers it. The
-#: bodies' shapes are tested in tests/judging/test_api.py. A comparison may name judges of no
+#: bodies' shapes are tested in tests/test_api_answers.py. A comparison may name judges of no
 #: scorecard (the generated names are random): the documented 400 names the parameter.
 CONTENT_JUDGED = {
     ("POST", "/api/projects/{slug}/versions/{number}/predictions/"),
