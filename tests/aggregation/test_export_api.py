@@ -236,6 +236,7 @@ WRITE_REFUSALS = {
     },
     f"{BASE}/1/predictions/": {"post": 403, "put": 405, "patch": 405, "delete": 405},
     f"{BASE}/1/scorecards/": {"post": 405, "put": 405, "patch": 405, "delete": 405},
+    f"{BASE}/1/compare/": {"post": 405, "put": 405, "patch": 405, "delete": 405},
     f"{BASE}/1/scorecards/open_ended/org/judge/": {
         "post": 405,
         "put": 405,
