@@ -5,7 +5,6 @@ Every connection here stays on 127.0.0.1; other addresses are only classified, n
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import os
@@ -34,6 +33,7 @@ from core.outbound import (
     guarded_transport,
     upstream_error_text,
 )
+from tests.event_loop import run_coroutine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONNECTION_FAILED = "could not reach the server (connection failed)"
@@ -325,7 +325,7 @@ def get(url: str, *, timeout: float = 5.0) -> httpx.Response:
         async with httpx.AsyncClient(transport=guarded_async_transport(), timeout=timeout) as c:
             return await c.get(url)
 
-    return asyncio.run(call())
+    return run_coroutine(call())
 
 
 def failure_text(url: str, *, timeout: float = 5.0) -> str:
@@ -444,9 +444,9 @@ def test_tls_checks_the_name_of_the_url_on_the_checked_address(settings, tls_por
         async with httpx.AsyncClient(transport=transport, timeout=5.0) as client:
             return await client.get(f"https://{host}:{port}/v1")
 
-    assert asyncio.run(call("judge.test")).json() == {"host": f"judge.test:{port}"}
+    assert run_coroutine(call("judge.test")).json() == {"host": f"judge.test:{port}"}
     with pytest.raises(httpx.ConnectError) as caught:
-        asyncio.run(call("other.test"))  # the certificate names judge.test only
+        run_coroutine(call("other.test"))  # the certificate names judge.test only
     assert connection_error_text(caught.value, 5.0) == CONNECTION_FAILED
 
 

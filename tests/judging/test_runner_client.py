@@ -3,8 +3,6 @@ connection errors, malformed answers, long outputs (no database)."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import random
 import socket
 import time
@@ -21,6 +19,7 @@ from judging.runner.client import (
     retry_after_seconds,
 )
 from judging.runner.run import OUTPUT_SHOWN_CHARS, shown_output
+from tests.event_loop import run_coroutine
 from tests.judging.fake_openai import FakeOpenAI
 
 BODY = {
@@ -34,19 +33,12 @@ BODY = {
 }
 
 
-def _run(coroutine):
-    """Run ``coroutine`` on a loop of its own thread: the browser tests' Playwright keeps an
-    event loop running in the main thread for the whole session."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def complete(settings: ClientSettings, body: dict = BODY):
     async def go():
         async with JudgeClient(settings, rng=random.Random(0)) as client:
             return await client.complete(body)
 
-    return _run(go())
+    return run_coroutine(go())
 
 
 def test_retry_after_forms():
@@ -74,7 +66,7 @@ def test_token_bucket_paces():
             await bucket.acquire()
         return time.monotonic() - start
 
-    assert 0.45 <= _run(go()) < 1.0  # one at once, then five at 10 per second
+    assert 0.45 <= run_coroutine(go()) < 1.0  # one at once, then five at 10 per second
 
 
 def test_answer_with_usage():

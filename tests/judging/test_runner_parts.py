@@ -13,6 +13,7 @@ from judging.runner.dialects import DIALECTS, dialect_for
 from judging.runner.replicas import ReplicaPool
 from judging.runner.requests import GenerationSettings
 from judging.verifier import last_lines, verifier_choice, verifier_prompt
+from tests.event_loop import run_coroutine
 
 NEUTRAL = {"model": "m", "messages": [], "temperature": 0.0, "top_p": 0.9, "max_tokens": 64}
 
@@ -178,7 +179,7 @@ def test_the_pool_prefers_the_least_busy_and_sets_failures_aside():
         assert all(r.aside_until > now[0] for r in pool.replicas)
         assert (await pool.acquire()) is not None
 
-    asyncio.run(go())
+    run_coroutine(go())
 
 
 def test_a_replica_back_from_failing_gets_one_call_at_a_time():
@@ -198,7 +199,7 @@ def test_a_replica_back_from_failing_gets_one_call_at_a_time():
         await alone.release(await alone.acquire(), failed=True)
         assert alone.room(alone.replicas[0]) == 3
 
-    asyncio.run(go())
+    run_coroutine(go())
 
 
 def test_the_pool_waits_for_a_place():
@@ -211,7 +212,7 @@ def test_the_pool_waits_for_a_place():
         await pool.release(held)
         assert (await asyncio.wait_for(waiter, 1)).url == "only"
 
-    asyncio.run(go())
+    run_coroutine(go())
 
 
 @pytest.mark.parametrize(
