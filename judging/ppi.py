@@ -174,6 +174,30 @@ def correct_and_agree(
     return valid & (judge == np.asarray(human)), valid & (judge == np.asarray(reference))
 
 
+def _split_and_estimate(
+    groups: np.ndarray,
+    y: np.ndarray,
+    yhat: np.ndarray,
+    labeled: np.ndarray,
+    n_groups: int,
+    *,
+    level: float,
+    lam: float | None,
+) -> PPIResult:
+    """``ppi_grouped`` with the units split into the labeled ones and the rest of the pool."""
+    labeled = np.asarray(labeled, dtype=bool)
+    return ppi_grouped(
+        groups[labeled],
+        y[labeled],
+        yhat[labeled],
+        groups[~labeled],
+        yhat[~labeled],
+        n_groups,
+        level=level,
+        lam=lam,
+    )
+
+
 def ppi_accuracy(
     criterion: np.ndarray,
     human: np.ndarray,
@@ -187,18 +211,8 @@ def ppi_accuracy(
 ) -> PPIResult:
     """Per-criterion accuracy: one group per criterion code (``criterion`` in 0..n_criteria-1)."""
     y, yhat = correct_and_agree(human, judge, reference)
-    labeled = np.asarray(labeled, dtype=bool)
-    criterion = np.asarray(criterion, np.int64)
-    return ppi_grouped(
-        criterion[labeled],
-        y[labeled],
-        yhat[labeled],
-        criterion[~labeled],
-        yhat[~labeled],
-        n_criteria,
-        level=level,
-        lam=lam,
-    )
+    groups = np.asarray(criterion, np.int64)
+    return _split_and_estimate(groups, y, yhat, labeled, n_criteria, level=level, lam=lam)
 
 
 def prompt_outcomes(
@@ -228,17 +242,8 @@ def ppi_pacc(
     """PAcc, the prompt as the unit (``prompt`` codes in 0..n_prompts-1)."""
     y, yhat = correct_and_agree(human, judge, reference)
     y_p, yhat_p, labeled_p = prompt_outcomes(prompt, y, yhat, labeled, n_prompts)
-    zeros = np.zeros(n_prompts, np.int64)
-    return ppi_grouped(
-        zeros[labeled_p],
-        y_p[labeled_p],
-        yhat_p[labeled_p],
-        zeros[~labeled_p],
-        yhat_p[~labeled_p],
-        1,
-        level=level,
-        lam=lam,
-    )
+    groups = np.zeros(n_prompts, np.int64)  # one group: every prompt
+    return _split_and_estimate(groups, y_p, yhat_p, labeled_p, 1, level=level, lam=lam)
 
 
 def _pct(value: float) -> float | None:
