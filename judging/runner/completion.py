@@ -24,22 +24,14 @@ class Completion:
     """What one answer holds."""
 
     content: str
-    reasoning: str
+    #: The content without any ``<think>`` block: the text a verdict is read from.
+    visible: str
+    #: Every piece of thinking: the reasoning field, then ``<think>`` blocks of the content.
+    thinking: str
     finish_reason: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
-
-    @property
-    def visible(self) -> str:
-        """The content without any ``<think>`` block: the text a verdict is read from."""
-        return split_thinking(self.content)[0]
-
-    @property
-    def thinking(self) -> str:
-        """Every piece of thinking: the reasoning field, then ``<think>`` blocks of the content."""
-        inline = split_thinking(self.content)[1]
-        return "\n\n".join(part for part in (self.reasoning, inline) if part)
 
     @property
     def cut(self) -> bool:
@@ -95,10 +87,12 @@ def read_completion(payload: Any) -> Completion | None:
     if content is None:
         return None
     reasoning = next((text for f in REASONING_FIELDS if (text := _text(message.get(f)))), "")
+    visible, inline = split_thinking(content)
     prompt, completion, reasoning_tokens = _usage(payload)
     return Completion(
         content=content,
-        reasoning=reasoning,
+        visible=visible,
+        thinking="\n\n".join(part for part in (reasoning, inline) if part),
         finish_reason=str(choices[0].get("finish_reason") or ""),
         prompt_tokens=prompt,
         completion_tokens=completion,
