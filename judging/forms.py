@@ -281,7 +281,7 @@ class JudgeConfigForm(forms.ModelForm):
             for name, value in preset.settings:
                 data[name] = value
             if preset.needs_verifier and not data.get("verifier"):
-                message = VERIFIER_NEEDED.format(preset=preset.label.split(" (")[0].lower())
+                message = VERIFIER_NEEDED.format(preset=preset.key)
                 self.add_error("verifier", message[0].upper() + message[1:] + ".")
         upload = data.get("template_file")
         if data.get("clear_template"):
